@@ -1,0 +1,43 @@
+/* longmix: verify numerical contracts, measure kernels, find the SSM/attention crossover. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct subcommand {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} subcommand;
+
+static const subcommand subcommands[] = {
+    {"verify", lm_cmd_verify, "check SHA-256-pinned numerical contracts (contracts/*.json)"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: longmix <command> [options]   (longmix <command> --help for more)\n\n"
+                 "commands:\n");
+    for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
+        fprintf(out, "  %-10s %s\n", subcommands[i].name, subcommands[i].summary);
+    fprintf(out, "\nexit status: 0 ok, 1 a check failed, 2 bad usage or input\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return LM_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return LM_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
+        if (strcmp(argv[1], subcommands[i].name) == 0)
+            return subcommands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "longmix: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return LM_EXIT_USAGE;
+}

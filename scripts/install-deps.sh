@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Install longmix's build, test and plotting dependencies from Debian 12 packages.
+# Idempotent: checks each package with dpkg-query and installs only what is missing;
+# prints nothing when everything is already there. Needs root (or sudo) to install.
+#   scripts/install-deps.sh          host toolchain + libraries + Python tools
+#   scripts/install-deps.sh --neon   also the arm64 cross toolchain, libraries and qemu-user
+set -euo pipefail
+
+host_pkgs=(gcc g++ make clang pkg-config libgomp1 libhwloc-dev hwloc libjansson-dev nettle-dev
+           libsleef-dev libbenchmark-dev libcriterion-dev python3 python3-numpy python3-matplotlib)
+neon_pkgs=(gcc-aarch64-linux-gnu qemu-user libgomp1:arm64 libsleef-dev:arm64 libjansson-dev:arm64
+           nettle-dev:arm64 libhwloc-dev:arm64 libc6-dev-arm64-cross)
+
+want_neon=0
+for arg in "$@"; do
+  case "$arg" in
+    --neon) want_neon=1 ;;
+    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+    *) echo "install-deps.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+missing() {  # prints the packages of "$@" that dpkg does not report as installed
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || echo "$p"
+  done
+}
+
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+need=($(missing "${host_pkgs[@]}"))
+if [ "$want_neon" -eq 1 ]; then
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    as_root dpkg --add-architecture arm64
+    need+=("${neon_pkgs[@]}")
+  else
+    need+=($(missing "${neon_pkgs[@]}"))
+  fi
+fi
+[ "${#need[@]}" -eq 0 ] && exit 0
+
+echo "install-deps: installing ${need[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+as_root apt-get update -qq
+as_root apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+echo "install-deps: done" >&2
