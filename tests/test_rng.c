@@ -16,6 +16,9 @@
 #include <string.h>
 
 #define FIXTURE_PATH "tests/fixtures/numpy-rng.json"
+/* Seeds of more than four words (SeedSequence's extra-entropy branch), made with NumPy by
+ * scripts/make_rng_large_seed_fixture.py. */
+#define LARGE_SEED_FIXTURE_PATH "tests/fixtures/numpy-rng-large-seeds.json"
 
 __extension__ typedef unsigned __int128 u128;
 
@@ -45,17 +48,19 @@ static uint64_t bits_of(double value)
 
 /* ---- fixture access --------------------------------------------------------------- */
 
-static json_t *load_fixture(void)
+static json_t *load_fixture_file(const char *path)
 {
     json_error_t error;
-    json_t *root = json_load_file(FIXTURE_PATH, JSON_REJECT_DUPLICATES, &error);
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &error);
     cr_assert_not_null(root, "%s:%d:%d: %s (run the tests from the repository root)",
-                       FIXTURE_PATH, error.line, error.column, error.text);
+                       path, error.line, error.column, error.text);
     json_t *cases = json_object_get(root, "cases");
     cr_assert(json_is_array(cases) && json_array_size(cases) > 0,
-              "%s: \"cases\" must be a non-empty array", FIXTURE_PATH);
+              "%s: \"cases\" must be a non-empty array", path);
     return root;
 }
+
+static json_t *load_fixture(void) { return load_fixture_file(FIXTURE_PATH); }
 
 static const json_t *field(const json_t *c, const char *key)
 {
@@ -288,9 +293,9 @@ static void check_mixed_stream(const json_t *c, report *r)
 
 typedef void checker(const json_t *c, report *r);
 
-static void check_every_case(checker *check)
+static void check_every_case_of(const char *path, checker *check)
 {
-    json_t *root = load_fixture();
+    json_t *root = load_fixture_file(path);
     const json_t *cases = json_object_get(root, "cases");
     report r = {0};
     for (size_t i = 0; i < json_array_size(cases); i++)
@@ -299,7 +304,15 @@ static void check_every_case(checker *check)
     cr_assert_eq(r.mismatches, 0, "%d mismatches; first: %s", r.mismatches, r.first);
 }
 
+static void check_every_case(checker *check) { check_every_case_of(FIXTURE_PATH, check); }
+
 Test(rng, state_after_seeding_matches_numpy) { check_every_case(check_seeding); }
+
+Test(rng, seeds_longer_than_the_pool_match_numpy)
+{
+    check_every_case_of(LARGE_SEED_FIXTURE_PATH, check_seeding);
+    check_every_case_of(LARGE_SEED_FIXTURE_PATH, check_first_draws);
+}
 
 Test(rng, first_draws_match_numpy_bit_for_bit) { check_every_case(check_first_draws); }
 
