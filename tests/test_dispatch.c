@@ -31,10 +31,14 @@ Test(dispatch, rowdot_matches_reference_on_every_available_path)
     enum { n = 5, d = 37 }; /* d is not a multiple of any vector width */
     float xf[n * d], wf[d], yf[n];
     double xd[n * d], wd[d], yd[n];
-    for (int i = 0; i < n * d; i++)
-        xd[i] = xf[i] = (float)sin(0.37 * i);
-    for (int j = 0; j < d; j++)
-        wd[j] = wf[j] = (float)cos(0.11 * j);
+    for (int i = 0; i < n * d; i++) {
+        xf[i] = (float)sin(0.37 * i);
+        xd[i] = (double)xf[i]; /* the oracle sees the same rounded inputs */
+    }
+    for (int j = 0; j < d; j++) {
+        wf[j] = (float)cos(0.11 * j);
+        wd[j] = (double)wf[j];
+    }
     cr_assert_eq(lm_gemv_rowdot_f64_ref(xd, wd, yd, n, d, NULL), LM_OK);
     for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
         if (!lm_isa_available((lm_isa)isa))
@@ -48,7 +52,7 @@ Test(dispatch, rowdot_matches_reference_on_every_available_path)
 
 Test(dispatch, reference_rejects_bad_input)
 {
-    double x[2] = {1.0, NAN}, w[2] = {1.0, 1.0}, y[1];
+    double x[2] = {1.0, (double)NAN}, w[2] = {1.0, 1.0}, y[1];
     lm_error err;
     cr_assert_eq(lm_gemv_rowdot_f64_ref(x, w, y, 1, 2, &err), LM_ERR_NONFINITE);
     cr_assert_eq(lm_gemv_rowdot_f64_ref(x, w, y, 0, 2, &err), LM_ERR_SHAPE);
