@@ -1,0 +1,204 @@
+/* Float64 references for the quantized KV cache: symmetric per-vector codes, KIVI's
+ * asymmetric per-channel / per-token scheme, bytes per token, and the attention error. */
+#include "kvquant.h"
+
+#include "../attention/attention.h"
+
+#include <math.h>
+
+lm_status lm_kvquant_quantize_rows_f64_ref(const double *x, size_t rows, size_t cols,
+                                           int bits, int32_t *codes, double *scales,
+                                           lm_error *err)
+{
+    if (x == NULL || codes == NULL || scales == NULL)
+        return lm_fail(err, LM_ERR_ARG, "x, codes and scales must not be NULL");
+    if (rows == 0 || cols == 0)
+        return lm_fail(err, LM_ERR_SHAPE, "x must be non-empty, got {%zu, %zu}", rows, cols);
+    if (bits < 2 || bits > 16)
+        return lm_fail(err, LM_ERR_ARG, "bits must lie in [2, 16], got %d", bits);
+    if (!lm_all_finite_f64(x, rows * cols))
+        return lm_fail(err, LM_ERR_NONFINITE, "x must contain only finite values");
+    const double qmax = (double)((1L << (bits - 1)) - 1); /* 7 at 4 bits, 127 at 8 */
+    for (size_t r = 0; r < rows; r++) {
+        double top = 0.0;
+        for (size_t c = 0; c < cols; c++)
+            top = fmax(top, fabs(x[r * cols + c]));
+        double scale = top / qmax; /* the largest magnitude lands on code qmax */
+        scales[r] = scale;
+        for (size_t c = 0; c < cols; c++) {
+            double code = scale > 0.0 ? nearbyint(x[r * cols + c] / scale) : 0.0;
+            code = fmin(fmax(code, -qmax), qmax);
+            codes[r * cols + c] = (int32_t)code;
+        }
+    }
+    return LM_OK;
+}
+
+lm_status lm_kvquant_dequantize_rows_f64_ref(const int32_t *codes, const double *scales,
+                                             size_t rows, size_t cols, double *out,
+                                             lm_error *err)
+{
+    if (codes == NULL || scales == NULL || out == NULL)
+        return lm_fail(err, LM_ERR_ARG, "codes, scales and out must not be NULL");
+    if (rows == 0 || cols == 0)
+        return lm_fail(err, LM_ERR_SHAPE, "codes must be non-empty, got {%zu, %zu}", rows, cols);
+    if (!lm_all_finite_f64(scales, rows))
+        return lm_fail(err, LM_ERR_NONFINITE, "scales must contain only finite values");
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++)
+            out[r * cols + c] = (double)codes[r * cols + c] * scales[r];
+    return LM_OK;
+}
+
+lm_status lm_kvquant_bytes_per_token(long long layers, long long kv_heads, long long head_dim,
+                                     long long bits, long long scale_bits, double *bytes,
+                                     lm_error *err)
+{
+    if (bytes == NULL)
+        return lm_fail(err, LM_ERR_ARG, "bytes must not be NULL");
+    if (layers <= 0)
+        return lm_fail(err, LM_ERR_ARG, "layers must be positive, got %lld", layers);
+    if (kv_heads <= 0)
+        return lm_fail(err, LM_ERR_ARG, "kv_heads must be positive, got %lld", kv_heads);
+    if (head_dim <= 0)
+        return lm_fail(err, LM_ERR_ARG, "head_dim must be positive, got %lld", head_dim);
+    if (bits <= 0)
+        return lm_fail(err, LM_ERR_ARG, "bits must be positive, got %lld", bits);
+    if (scale_bits < 0)
+        return lm_fail(err, LM_ERR_ARG, "scale_bits must be non-negative, got %lld", scale_bits);
+    /* the lesson's float formula, in its order of operations */
+    *bytes = (double)(2 * layers * kv_heads) *
+             ((double)head_dim * (double)bits / 8.0 + (double)scale_bits / 8.0);
+    return LM_OK;
+}
+
+typedef lm_status (*quant_roundtrip_fn)(const double *x, size_t rows, size_t cols, int bits,
+                                        int which, double *out, lm_error *err);
+
+static lm_status symmetric_roundtrip(const double *x, size_t rows, size_t cols, int bits,
+                                     int which, double *out, lm_error *err)
+{
+    (void)which;
+    int32_t *codes = lm_alloc(rows * cols * sizeof *codes);
+    double *scales = lm_alloc(rows * sizeof *scales);
+    lm_status status = LM_OK;
+    if (codes == NULL || scales == NULL)
+        status = lm_fail(err, LM_ERR_NOMEM, "quantization scratch of %zu x %zu", rows, cols);
+    if (status == LM_OK)
+        status = lm_kvquant_quantize_rows_f64_ref(x, rows, cols, bits, codes, scales, err);
+    if (status == LM_OK)
+        status = lm_kvquant_dequantize_rows_f64_ref(codes, scales, rows, cols, out, err);
+    lm_free(codes);
+    lm_free(scales);
+    return status;
+}
+
+static lm_status kivi_roundtrip(const double *x, size_t rows, size_t cols, int bits, int which,
+                                double *out, lm_error *err)
+{
+    /* which 0 = keys (per channel), 1 = values (per token) */
+    return lm_kvquant_kivi_f64_ref(x, rows, cols, bits,
+                                   which == 0 ? LM_KIVI_PER_CHANNEL : LM_KIVI_PER_TOKEN, out,
+                                   err);
+}
+
+static double frobenius(const double *x, size_t count)
+{
+    double sum = 0.0;
+    for (size_t i = 0; i < count; i++)
+        sum += x[i] * x[i];
+    return sqrt(sum);
+}
+
+static lm_status cache_error(quant_roundtrip_fn roundtrip, int bits, size_t n, size_t d,
+                             uint64_t seed, double *error, lm_error *err)
+{
+    if (error == NULL)
+        return lm_fail(err, LM_ERR_ARG, "error must not be NULL");
+    if (n == 0 || d == 0)
+        return lm_fail(err, LM_ERR_SHAPE, "n and d must be positive, got n=%zu d=%zu", n, d);
+    size_t cells = n * d;
+    double *buf = lm_alloc(7 * cells * sizeof *buf);
+    uint8_t *mask = lm_alloc(n * n);
+    if (buf == NULL || mask == NULL) {
+        lm_free(buf);
+        lm_free(mask);
+        return lm_fail(err, LM_ERR_NOMEM, "cache error scratch of %zu x %zu", n, d);
+    }
+    double *q = buf, *k = q + cells, *v = k + cells, *k_hat = v + cells, *v_hat = k_hat + cells,
+           *exact = v_hat + cells, *approx = exact + cells;
+    lm_rng rng;
+    lm_rng_seed(&rng, seed);
+    lm_rng_fill_standard_normal(&rng, q, cells);
+    lm_rng_fill_standard_normal(&rng, k, cells);
+    lm_rng_fill_standard_normal(&rng, v, cells);
+    lm_attn_causal_mask(n, mask, NULL);
+    lm_status status = lm_attn_sdpa_f64_ref(q, k, v, mask, true, n, n, d, d, exact, NULL, err);
+    if (status == LM_OK)
+        status = roundtrip(k, n, d, bits, 0, k_hat, err);
+    if (status == LM_OK)
+        status = roundtrip(v, n, d, bits, 1, v_hat, err);
+    if (status == LM_OK)
+        status = lm_attn_sdpa_f64_ref(q, k_hat, v_hat, mask, true, n, n, d, d, approx, NULL, err);
+    if (status == LM_OK) {
+        for (size_t i = 0; i < cells; i++)
+            approx[i] -= exact[i];
+        *error = frobenius(approx, cells) / frobenius(exact, cells);
+    }
+    lm_free(buf);
+    lm_free(mask);
+    return status;
+}
+
+lm_status lm_kvquant_cache_error(int bits, size_t n, size_t d, uint64_t seed, double *error,
+                                 lm_error *err)
+{
+    if (bits < 2 || bits > 16)
+        return lm_fail(err, LM_ERR_ARG, "bits must lie in [2, 16], got %d", bits);
+    return cache_error(symmetric_roundtrip, bits, n, d, seed, error, err);
+}
+
+lm_status lm_kvquant_kivi_f64_ref(const double *x, size_t rows, size_t cols, int bits,
+                                  lm_kivi_axis axis, double *out, lm_error *err)
+{
+    if (x == NULL || out == NULL)
+        return lm_fail(err, LM_ERR_ARG, "x and out must not be NULL");
+    if (rows == 0 || cols == 0)
+        return lm_fail(err, LM_ERR_SHAPE, "x must be non-empty, got {%zu, %zu}", rows, cols);
+    if (bits < 1 || bits > 16)
+        return lm_fail(err, LM_ERR_ARG, "bits must lie in [1, 16], got %d", bits);
+    if (axis != LM_KIVI_PER_TOKEN && axis != LM_KIVI_PER_CHANNEL)
+        return lm_fail(err, LM_ERR_ARG, "axis must be LM_KIVI_PER_TOKEN or LM_KIVI_PER_CHANNEL");
+    if (!lm_all_finite_f64(x, rows * cols))
+        return lm_fail(err, LM_ERR_NONFINITE, "x must contain only finite values");
+    const double levels = (double)((1L << bits) - 1);
+    /* a group is a row (per token) or a column (per channel) */
+    size_t groups = axis == LM_KIVI_PER_TOKEN ? rows : cols;
+    size_t length = axis == LM_KIVI_PER_TOKEN ? cols : rows;
+    size_t group_stride = axis == LM_KIVI_PER_TOKEN ? cols : 1;
+    size_t element_stride = axis == LM_KIVI_PER_TOKEN ? 1 : cols;
+    for (size_t g = 0; g < groups; g++) {
+        const double *xg = x + g * group_stride;
+        double *og = out + g * group_stride;
+        double lo = xg[0], hi = xg[0];
+        for (size_t i = 1; i < length; i++) {
+            lo = fmin(lo, xg[i * element_stride]);
+            hi = fmax(hi, xg[i * element_stride]);
+        }
+        double scale = (hi - lo) / levels;
+        for (size_t i = 0; i < length; i++) {
+            double code = scale > 0.0 ? nearbyint((xg[i * element_stride] - lo) / scale) : 0.0;
+            code = fmin(fmax(code, 0.0), levels);
+            og[i * element_stride] = code * scale + lo;
+        }
+    }
+    return LM_OK;
+}
+
+lm_status lm_kvquant_kivi_cache_error(int bits, size_t n, size_t d, uint64_t seed,
+                                      double *error, lm_error *err)
+{
+    if (bits < 1 || bits > 16)
+        return lm_fail(err, LM_ERR_ARG, "bits must lie in [1, 16], got %d", bits);
+    return cache_error(kivi_roundtrip, bits, n, d, seed, error, err);
+}
