@@ -10,7 +10,9 @@ ifeq ($(ARCH),aarch64)
   ifneq ($(shell uname -m),aarch64)
     CC    := aarch64-linux-gnu-gcc
     CXX   := aarch64-linux-gnu-g++
-    RUNNER ?= qemu-aarch64 -L /usr/aarch64-linux-gnu
+    # qemu-aarch64 7.2 here hangs when a guest creates a second thread (even a bare
+    # `omp parallel`), so the emulated runs keep OpenMP to one thread.
+    RUNNER ?= env OMP_NUM_THREADS=1 qemu-aarch64 -L /usr/aarch64-linux-gnu
   endif
   BUILD   ?= build/aarch64
 else
@@ -49,9 +51,11 @@ FLAGS_neon     := -ffp-contract=fast
 
 # ---- sources -------------------------------------------------------------------
 KERNEL_SRC_ALL := $(wildcard kernels/*/*.c)
-X86_SRC        := $(filter kernels/%/avx2.c kernels/%/avx2_%.c kernels/%/avx512.c kernels/%/avx512_%.c \
-                   kernels/%/avx512bf16.c kernels/%/avx512bf16_%.c,$(KERNEL_SRC_ALL))
-NEON_SRC       := $(filter kernels/%/neon.c kernels/%/neon_%.c,$(KERNEL_SRC_ALL))
+# A file's ISA is its name up to the first '_' (make's filter takes only one %, so
+# kernels/%/avx2_%.c would match nothing): avx2.c and avx2_decode.c are both avx2 files.
+file_isa       = $(firstword $(subst _, ,$(basename $(notdir $(1)))))
+X86_SRC        := $(foreach f,$(KERNEL_SRC_ALL),$(if $(filter avx2 avx512 avx512bf16,$(call file_isa,$(f))),$(f)))
+NEON_SRC       := $(foreach f,$(KERNEL_SRC_ALL),$(if $(filter neon,$(call file_isa,$(f))),$(f)))
 BASE_SRC       := $(filter-out $(X86_SRC) $(NEON_SRC),$(KERNEL_SRC_ALL))
 ifeq ($(ARCH),aarch64)
   KERNEL_SRC   := $(BASE_SRC) $(NEON_SRC)
@@ -103,6 +107,14 @@ $(BUILD)/%.o: %.c $(BUILD)/flags.stamp
 	@echo "  CC      $<"
 	@$(CC) $(CFLAGS_ALL) $(FLAGS_$(call isa_of,$<)) -MMD -MP -c $< -o $@
 
+# Build metadata for `longmix info` and every results file: git revision, compiler, flags.
+# Regenerated each build, replaced only when it changed (so info.o rebuilds only then).
+$(BUILD)/build_info.h: FORCE
+	@mkdir -p $(@D)
+	@scripts/build_info.sh '$(CC)' '$(CFLAGS_ALL)' > $@.tmp && { cmp -s $@.tmp $@ || mv $@.tmp $@; }; rm -f $@.tmp
+$(BUILD)/harness/info.o: $(BUILD)/build_info.h
+$(BUILD)/harness/info.o: CFLAGS_ALL += -I$(BUILD)
+
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	@echo "  AR      $@"
@@ -117,9 +129,24 @@ $(UNIT): $(TEST_OBJ) $(LIB)
 	@$(CC) $(CFLAGS_ALL) $(LDFLAGS) $^ -o $@ $(LDLIBS) -lcriterion
 
 # ---- the README's two commands -------------------------------------------------
-run: $(BIN) ## Install what is missing, build, verify every contract
+RUN_SWEEP_ARGS ?= --kernel all --threads auto --dtype f32,f16,bf16,int8,int4,kivi4,kivi2 --reps 5
+RUN_CHUNK_ARGS ?= --kernel attn_prefill_window,affine_scan,linear_chunked --ctx 2048 --chunk 16..512 --threads auto --reps 3
+RUN_CROSSOVER_ARGS ?= --threads auto
+run: $(BIN) ## Install, build, verify every contract, measure (~5 min on 2 cores), report
 	$(RUNNER) $(BIN) verify
-	@echo "make run: every contract verified"
+	@mkdir -p results
+	@start=$$(date +%s); fail=0; \
+	$(BIN) info --format json > results/info.json && $(BIN) info || fail=1; \
+	echo "== roofline"; $(BIN) roofline --out results/roofline.csv || fail=1; \
+	echo "== sweep"; $(BIN) sweep $(RUN_SWEEP_ARGS) --out results/sweep.csv || fail=1; \
+	$(BIN) sweep $(RUN_CHUNK_ARGS) --out results/sweep.csv --resume || fail=1; \
+	echo "== crossover"; $(BIN) crossover $(RUN_CROSSOVER_ARGS) > results/crossover.md || fail=1; \
+	cat results/crossover.md; \
+	$(BIN) lesson --csv results/lesson || fail=1; \
+	$(PYTHON) scripts/report.py results || fail=1; \
+	echo "make run: every contract verified; measured in $$(( $$(date +%s) - start )) s$$( [ $$fail = 0 ] || echo ', SOME MEASUREMENTS FAILED (see the report)')."; \
+	echo "make run: report in results/report.md (figures results/fig_*.png, data results/*.csv)"; \
+	[ $$fail = 0 ]
 
 test: ## Every test: unit + CLI, then ASan+UBSan, clang, and the NEON path under qemu
 	$(MAKE) --no-print-directory check
@@ -145,11 +172,34 @@ test-clang: ## Build and unit-test with clang 14 (warnings are errors)
 test-neon: ## Cross-build for AArch64 and verify the contracts under qemu-aarch64
 	$(MAKE) --no-print-directory ARCH=aarch64 neon
 
+# qemu-aarch64 can hang (see RUNNER); a bounded run fails loudly instead of stalling CI.
 neon: $(BIN)
-	$(RUNNER) $(BIN) verify
+	timeout 1200 $(RUNNER) $(BIN) verify
 
 verify: $(BIN) ## longmix verify on every contract in contracts/SHA256SUMS
 	$(BIN) verify
+
+# ---- measurement (docs/benchmarks.md) ---------------------------------------------
+GBENCH     := $(BUILD)/longmix-gbench
+BENCH_ARGS ?= --benchmark_min_time=0.05
+$(GBENCH): harness/gbench_shim.cc harness/gbench_shim.h harness/bench.h $(LIB)
+	@echo "  CXX     $@"
+	@$(CXX) $(CXXFLAGS_ALL) -fopenmp $(LDFLAGS) $< $(LIB) -o $@ $(LDLIBS) -lbenchmark -lpthread
+
+bench: $(GBENCH) ## Google Benchmark over every bench-registry kernel -> results/gbench.{json,csv}
+	@mkdir -p results
+	$(RUNNER) $(GBENCH) --benchmark_out=results/gbench.json --benchmark_out_format=json $(BENCH_ARGS)
+	$(PYTHON) scripts/gbench_csv.py results/gbench.json --out results/gbench.csv
+
+SWEEP_ARGS ?= --preset smoke --threads 1
+sweep: $(BIN) ## A small sweep of every registered kernel -> results/sweep.csv (SWEEP_ARGS=...)
+	@mkdir -p results
+	$(BIN) sweep $(SWEEP_ARGS) --out results/sweep.csv
+
+report: $(BIN) ## results/*.csv -> results/report.md + PNGs (scripts/report.py, plot.py)
+	@mkdir -p results
+	$(BIN) lesson --csv results/lesson
+	$(PYTHON) scripts/report.py results
 
 clean: ## Remove build/
 	rm -rf build

@@ -7,5 +7,11 @@
 enum { LM_EXIT_OK = 0, LM_EXIT_CHECK_FAILED = 1, LM_EXIT_USAGE = 2 };
 
 int lm_cmd_verify(int argc, char **argv);
+int lm_cmd_info(int argc, char **argv);
+int lm_cmd_roofline(int argc, char **argv);
+int lm_cmd_sweep(int argc, char **argv);
+int lm_cmd_merge(int argc, char **argv);
+int lm_cmd_crossover(int argc, char **argv);
+int lm_cmd_lesson(int argc, char **argv);
 
 #endif

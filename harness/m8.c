@@ -13,6 +13,7 @@
  * LM_ERR_SCHEMA too. Everything else is a check in the report. */
 #include "contract.h"
 #include "jsonx.h"
+#include "lm_reduce.h"
 
 #include "../kernels/arith/arith.h"
 #include "../kernels/delta/delta.h"
@@ -185,6 +186,25 @@ static lm_status check_int_field(const m8_run *m, const char *section, const cha
     return LM_OK;
 }
 
+typedef struct int_field {
+    const char *key;
+    long long got;
+} int_field;
+
+/* check_int_field for each of fields[0..count), at section.prefix.key. */
+static lm_status check_int_fields(const m8_run *m, const char *section, const char *prefix,
+                                  const int_field *fields, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        char name[NAME_SIZE];
+        snprintf(name, sizeof name, "%s.%s", prefix, fields[i].key);
+        lm_status status = check_int_field(m, section, name, fields[i].got);
+        if (status != LM_OK)
+            return status;
+    }
+    return LM_OK;
+}
+
 /* numpy.allclose(got, want, rtol, atol) over n values, as one invariant check whose got
  * column shows the largest difference. */
 static bool check_allclose(const m8_run *m, const char *section, const char *name,
@@ -213,32 +233,21 @@ static double max_abs_difference(const double *a, const double *b, size_t n)
     return worst;
 }
 
-/* np.sum over a contiguous array: NumPy's pairwise summation (8 running sums per block of
- * up to 128 values, halves above). */
-static double pairwise_sum(const double *x, size_t n)
+/* The integer array at path, holding 1 to MAX_LOADS `entries` (LM_ERR_SCHEMA otherwise).
+ * On LM_OK *values {*count} is the caller's to free. */
+static lm_status read_int_list(const m8_run *m, const char *path, const char *entries,
+                               long long **values, size_t *count)
 {
-    if (n < 8) {
-        double sum = 0.0;
-        for (size_t i = 0; i < n; i++)
-            sum += x[i];
-        return sum;
+    lm_status status = lm_json_int_array(m->root, path, values, count, m->err);
+    if (status != LM_OK)
+        return status;
+    if (*count == 0 || *count > MAX_LOADS) {
+        free(*values);
+        *values = NULL;
+        return lm_fail(m->err, LM_ERR_SCHEMA, "%s must hold 1 to %d %s", path, MAX_LOADS,
+                       entries);
     }
-    if (n <= 128) {
-        double r[8];
-        for (size_t j = 0; j < 8; j++)
-            r[j] = x[j];
-        size_t i = 8;
-        for (; i < n - n % 8; i += 8)
-            for (size_t j = 0; j < 8; j++)
-                r[j] += x[i + j];
-        double sum = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-        for (; i < n; i++)
-            sum += x[i];
-        return sum;
-    }
-    size_t half = n / 2;
-    half -= half % 8;
-    return pairwise_sum(x, half) + pairwise_sum(x + half, n - half);
+    return LM_OK;
 }
 
 /* A reference call that should succeed: a failed check naming the error when it does not. */
@@ -408,7 +417,65 @@ done:
     return status;
 }
 
+/* ---- sections 2 and 3: a chunked evaluation against the sequential one ------------------- */
+
+/* One chunked evaluation of a section's inputs at chunk size `chunk` into out. */
+typedef lm_status (*chunked_fn)(const void *inputs, size_t chunk, double *out, lm_error *err);
+
+typedef struct chunked_section {
+    const char *section;
+    const char *run_name;   /* check_ran's name for the run at the contract's chunk size */
+    chunked_fn run;
+    const void *inputs;
+    const double *sequential; /* {n}: the sequential result */
+    double *chunked;          /* {n}: scratch */
+    size_t n, steps, chunk;   /* chunk: the contract's chunk size */
+    double checksum, file_difference;
+} chunked_section;
+
+/* The checks the affine scan and linear attention share: the file's output checksum against
+ * np.sum of the sequential result; max_abs_difference; chunked == sequential at chunk sizes
+ * 1, 7, the contract's and one past the length. max_abs_difference is what the notebook
+ * measured with NumPy's rounding; a C reimplementation rounds differently, so it is a bound,
+ * not a value: the recomputed difference at the contract's chunk size must be below 1e-12
+ * (the notebook's assert), and so must the value the file records. */
+static void check_chunked_section(const m8_run *m, const chunked_section *c)
+{
+    lm_check_isclose(m->report, c->section, "output_checksum", c->checksum,
+                     lm_sum_pairwise_f64(c->sequential, c->n), 1e-11, 1e-12);
+    lm_error call;
+    lm_status status = c->run(c->inputs, c->chunk, c->chunked, &call);
+    if (check_ran(m, c->section, c->run_name, status, &call)) {
+        char name[NAME_SIZE];
+        snprintf(name, sizeof name, "max_abs_difference (recomputed, chunk %zu)", c->chunk);
+        lm_check_below(m->report, c->section, name,
+                       max_abs_difference(c->sequential, c->chunked, c->n), 1e-12);
+    }
+    lm_check_below(m->report, c->section, "max_abs_difference (file value, as a bound)",
+                   c->file_difference, 1e-12);
+    const size_t chunk_sizes[4] = {1, 7, c->chunk, c->steps + 1};
+    for (int i = 0; i < 4; i++) {
+        char name[NAME_SIZE];
+        snprintf(name, sizeof name, "chunked == sequential, chunk %zu", chunk_sizes[i]);
+        status = c->run(c->inputs, chunk_sizes[i], c->chunked, &call);
+        if (check_ran(m, c->section, name, status, &call))
+            check_allclose(m, c->section, name, c->chunked, c->sequential, c->n, 1e-12, 1e-12);
+    }
+}
+
 /* ---- section 2: associativity and the chunked affine scan -------------------------------- */
+
+typedef struct affine_inputs {
+    const double *a, *b, *h0; /* multipliers, biases {steps, width}; initial state {width} */
+    size_t steps, width;
+} affine_inputs;
+
+static lm_status affine_chunked(const void *inputs, size_t chunk, double *out, lm_error *err)
+{
+    const affine_inputs *in = inputs;
+    return lm_scan_affine_chunked_f64_ref(in->a, in->b, in->steps, in->width, chunk, in->h0,
+                                          out, err);
+}
 
 static lm_status check_affine(const m8_run *m)
 {
@@ -446,32 +513,13 @@ static lm_status check_affine(const m8_run *m)
         status = LM_OK;
         goto done;
     }
-    lm_check_isclose(m->report, section, "output_checksum", checksum, pairwise_sum(sequential, n),
-                     1e-11, 1e-12);
-
-    /* max_abs_difference is what the notebook measured with NumPy's rounding; a C
-     * reimplementation rounds differently, so it is a bound, not a value: the recomputed
-     * difference at the contract's chunk size must be below 1e-12 (the notebook's assert),
-     * and so must the value the file records. */
-    status = lm_scan_affine_chunked_f64_ref(a, b, steps, width, chunk, h0, chunked, &call);
-    if (check_ran(m, section, "chunked scan", status, &call)) {
-        char name[NAME_SIZE];
-        snprintf(name, sizeof name, "max_abs_difference (recomputed, chunk %zu)", chunk);
-        lm_check_below(m->report, section, name, max_abs_difference(sequential, chunked, n), 1e-12);
-    }
-    lm_check_below(m->report, section, "max_abs_difference (file value, as a bound)",
-                   file_difference, 1e-12);
-
-    /* chunked == sequential at chunk sizes 1, 7, the contract's and one past the length */
-    const size_t chunk_sizes[4] = {1, 7, chunk, steps + 1};
-    for (int i = 0; i < 4; i++) {
-        char name[NAME_SIZE];
-        snprintf(name, sizeof name, "chunked == sequential, chunk %zu", chunk_sizes[i]);
-        status = lm_scan_affine_chunked_f64_ref(a, b, steps, width, chunk_sizes[i], h0, chunked,
-                                                &call);
-        if (check_ran(m, section, name, status, &call))
-            check_allclose(m, section, name, chunked, sequential, n, 1e-12, 1e-12);
-    }
+    const affine_inputs inputs = {a, b, h0, steps, width};
+    const chunked_section shared = {.section = section, .run_name = "chunked scan",
+                                    .run = affine_chunked, .inputs = &inputs,
+                                    .sequential = sequential, .chunked = chunked, .n = n,
+                                    .steps = steps, .chunk = chunk, .checksum = checksum,
+                                    .file_difference = file_difference};
+    check_chunked_section(m, &shared);
     /* causality: a changed last step leaves every earlier state alone */
     if (steps > 1) {
         for (size_t i = 0; i < width; i++)
@@ -510,6 +558,18 @@ done:
 }
 
 /* ---- section 3: sequential and chunked linear attention -------------------------------- */
+
+typedef struct linear_inputs {
+    const double *q, *k, *v; /* {steps, key_width} twice, {steps, value_width} */
+    size_t steps, key_width, value_width;
+} linear_inputs;
+
+static lm_status linear_chunked(const void *inputs, size_t chunk, double *out, lm_error *err)
+{
+    const linear_inputs *in = inputs;
+    return lm_linear_additive_chunked_f64_ref(in->q, in->key_width, in->k, in->key_width, in->v,
+                                              in->value_width, in->steps, chunk, out, err);
+}
 
 static lm_status check_linear(const m8_run *m)
 {
@@ -552,26 +612,13 @@ static lm_status check_linear(const m8_run *m)
         goto done;
     }
     const size_t n = steps * dv;
-    lm_check_isclose(m->report, section, "output_checksum", checksum,
-                     pairwise_sum(sequential, n), 1e-11, 1e-12);
-    /* max_abs_difference: a bound, as in the affine section */
-    status = lm_linear_additive_chunked_f64_ref(q, dk, k, dk, v, dv, steps, chunk, chunked, &call);
-    if (check_ran(m, section, "chunked", status, &call)) {
-        char name[NAME_SIZE];
-        snprintf(name, sizeof name, "max_abs_difference (recomputed, chunk %zu)", chunk);
-        lm_check_below(m->report, section, name, max_abs_difference(sequential, chunked, n), 1e-12);
-    }
-    lm_check_below(m->report, section, "max_abs_difference (file value, as a bound)",
-                   file_difference, 1e-12);
-    const size_t chunk_sizes[4] = {1, 7, chunk, steps + 1};
-    for (int i = 0; i < 4; i++) {
-        char name[NAME_SIZE];
-        snprintf(name, sizeof name, "chunked == sequential, chunk %zu", chunk_sizes[i]);
-        status = lm_linear_additive_chunked_f64_ref(q, dk, k, dk, v, dv, steps, chunk_sizes[i],
-                                                    chunked, &call);
-        if (check_ran(m, section, name, status, &call))
-            check_allclose(m, section, name, chunked, sequential, n, 1e-12, 1e-12);
-    }
+    const linear_inputs inputs = {q, k, v, steps, dk, dv};
+    const chunked_section shared = {.section = section, .run_name = "chunked",
+                                    .run = linear_chunked, .inputs = &inputs,
+                                    .sequential = sequential, .chunked = chunked, .n = n,
+                                    .steps = steps, .chunk = chunk, .checksum = checksum,
+                                    .file_difference = file_difference};
+    check_chunked_section(m, &shared);
     if (steps > 1) { /* changed[-1] += 100: earlier causal outputs unchanged */
         for (size_t r = 0; r < dv; r++)
             v[(steps - 1) * dv + r] += 100.0;
@@ -691,14 +738,9 @@ static lm_status check_recall(const m8_run *m)
         (status = read_int(m, "recall.seed", 0, INT64_MAX, &seed)) != LM_OK ||
         (status = read_int(m, "recall.softmax_seed", 0, INT64_MAX, &softmax_seed)) != LM_OK ||
         (status = read_real(m, "recall.softmax_inverse_temperature", &temperature)) != LM_OK ||
-        (status = lm_json_int_array(m->root, "recall.stored_pairs", &loads, &load_count,
-                                    m->err)) != LM_OK)
+        (status = read_int_list(m, "recall.stored_pairs", "loads", &loads, &load_count)) !=
+            LM_OK)
         return status;
-    if (load_count == 0 || load_count > MAX_LOADS) {
-        free(loads);
-        return lm_fail(m->err, LM_ERR_SCHEMA, "recall.stored_pairs must hold 1 to %d loads",
-                       MAX_LOADS);
-    }
     for (size_t i = 0; i < load_count; i++)
         if (loads[i] < 1 || loads[i] > MAX_PAIRS) {
             long long bad = loads[i];
@@ -788,19 +830,15 @@ static lm_status check_recurrent_model(const m8_run *m, const char *field,
     snprintf(name, sizeof name, "%s (arithmetic)", field);
     if (!check_ran(m, section, name, status, &call))
         return LM_OK;
-    const struct {
-        const char *key;
-        long long got;
-    } ints[] = {{"ssm_bytes", bytes.ssm_bytes},
-                {"conv_bytes", bytes.conv_bytes},
-                {"total_bytes", bytes.total_bytes},
-                {"crossover_first_integer_token", crossover.first_integer_token},
-                {"first_strictly_larger_token", crossover.first_strictly_larger_token}};
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
-        snprintf(name, sizeof name, "%s.%s", field, ints[i].key);
-        if ((status = check_int_field(m, section, name, ints[i].got)) != LM_OK)
-            return status;
-    }
+    const int_field ints[] = {{"ssm_bytes", bytes.ssm_bytes},
+                              {"conv_bytes", bytes.conv_bytes},
+                              {"total_bytes", bytes.total_bytes},
+                              {"crossover_first_integer_token", crossover.first_integer_token},
+                              {"first_strictly_larger_token",
+                               crossover.first_strictly_larger_token}};
+    status = check_int_fields(m, section, field, ints, sizeof ints / sizeof ints[0]);
+    if (status != LM_OK)
+        return status;
     double exact;
     snprintf(path, sizeof path, "memory.%s.crossover_tokens_exact", field);
     if ((status = read_real(m, path, &exact)) != LM_OK)
@@ -895,21 +933,16 @@ static lm_status check_memory(const m8_run *m)
             LM_OK ||
         (status = check_int_field(m, section, "full_attention_256k_bytes", full_256k)) != LM_OK)
         return status;
-    const struct {
-        const char *key;
-        long long got;
-    } hybrid_fields[] = {{"hybrid_256k.attention_layers", hybrid.attention_layers},
-                         {"hybrid_256k.ssm_layers", hybrid.ssm_layers},
-                         {"hybrid_256k.kv_bytes", hybrid.kv_bytes},
-                         {"hybrid_256k.ssm_bytes", hybrid.ssm_bytes},
-                         {"hybrid_256k.conv_bytes", hybrid.conv_bytes},
-                         {"hybrid_256k.recurrent_bytes", hybrid.recurrent_bytes},
-                         {"hybrid_256k.total_bytes", hybrid.total_bytes}};
-    for (size_t i = 0; i < sizeof hybrid_fields / sizeof hybrid_fields[0]; i++)
-        if ((status = check_int_field(m, section, hybrid_fields[i].key, hybrid_fields[i].got)) !=
-            LM_OK)
-            return status;
-    if ((status = check_recurrent_model(m, "mamba1", &kv, &mamba1)) != LM_OK ||
+    const int_field hybrid_fields[] = {{"attention_layers", hybrid.attention_layers},
+                                       {"ssm_layers", hybrid.ssm_layers},
+                                       {"kv_bytes", hybrid.kv_bytes},
+                                       {"ssm_bytes", hybrid.ssm_bytes},
+                                       {"conv_bytes", hybrid.conv_bytes},
+                                       {"recurrent_bytes", hybrid.recurrent_bytes},
+                                       {"total_bytes", hybrid.total_bytes}};
+    if ((status = check_int_fields(m, section, "hybrid_256k", hybrid_fields,
+                                   sizeof hybrid_fields / sizeof hybrid_fields[0])) != LM_OK ||
+        (status = check_recurrent_model(m, "mamba1", &kv, &mamba1)) != LM_OK ||
         (status = check_recurrent_model(m, "mamba2_like", &kv, &mamba2)) != LM_OK)
         return status;
 
@@ -945,14 +978,9 @@ static lm_status check_decode(const m8_run *m)
         (status = read_int(m, "decode_flops.inner_width", 1, 1LL << 24, &inner)) != LM_OK ||
         (status = read_int(m, "decode_flops.state_width", 1, 1LL << 24, &state_width)) != LM_OK ||
         (status = lm_json_string(m->root, "decode_flops.scope", &scope, m->err)) != LM_OK ||
-        (status = lm_json_int_array(m->root, "decode_flops.positions", &positions, &count,
-                                    m->err)) != LM_OK)
+        (status = read_int_list(m, "decode_flops.positions", "values", &positions, &count)) !=
+            LM_OK)
         return status;
-    if (count == 0 || count > MAX_LOADS) {
-        free(positions);
-        return lm_fail(m->err, LM_ERR_SCHEMA, "decode_flops.positions must hold 1 to %d values",
-                       MAX_LOADS);
-    }
     if ((status = lm_json_int_array(m->root, "decode_flops.attention_core_flops", &attention,
                                     &attention_count, m->err)) != LM_OK ||
         (status = lm_json_int_array(m->root, "decode_flops.ssm_core_flops", &ssm, &ssm_count,

@@ -12,6 +12,12 @@ typedef struct subcommand {
 
 static const subcommand subcommands[] = {
     {"verify", lm_cmd_verify, "check SHA-256-pinned numerical contracts (contracts/*.json)"},
+    {"info", lm_cmd_info, "CPU, ISA path and why, topology, OpenMP binding, build"},
+    {"roofline", lm_cmd_roofline, "peak FMA per ISA and STREAM-triad bandwidth, to CSV"},
+    {"sweep", lm_cmd_sweep, "measure kernels over a grid of configurations into a results CSV"},
+    {"merge", lm_cmd_merge, "join results CSVs (sweep shards); refuses mixed machines"},
+    {"crossover", lm_cmd_crossover, "measured SSM-vs-attention crossover beside memory and FLOP"},
+    {"lesson", lm_cmd_lesson, "data of the lesson's eight figures, from longmix's references"},
 };
 
 static void usage(FILE *out)

@@ -14,6 +14,7 @@
  * entry id (the CLI's exit 2); a reference that rejects its arguments is a failed check. */
 #include "contract.h"
 #include "jsonx.h"
+#include "lm_reduce.h"
 
 #include "../kernels/arith/arith.h"
 #include "../kernels/attention/attention.h"
@@ -184,17 +185,6 @@ static void skip_normals(lm_rng *rng, long long skip)
         (void)lm_rng_standard_normal(rng);
 }
 
-static double max_abs_diff(const double *x, const double *y, size_t count)
-{
-    double worst = 0.0;
-    for (size_t i = 0; i < count; i++) {
-        double d = fabs(x[i] - y[i]);
-        if (!(d <= worst))
-            worst = d;
-    }
-    return worst;
-}
-
 /* numpy.allclose(a, b) with its defaults rtol 1e-5, atol 1e-8. */
 static bool allclose(const double *a, const double *b, size_t count)
 {
@@ -316,14 +306,26 @@ static lm_status fn_window_mask_row(const json_t *args, outputs *o, lm_error *er
     return status;
 }
 
+typedef lm_status (*window_count_fn)(uint64_t first, uint64_t second, uint64_t *count,
+                                     lm_error *err);
+
+/* value = count(first, second) for the window counts of two integer arguments, each read
+ * from args in [its low bound, MAX_COUNT]. */
+static lm_status put_window_count(const json_t *args, const char *first_name, long long first_low,
+                                  const char *second_name, long long second_low,
+                                  window_count_fn count_of, outputs *o, lm_error *err)
+{
+    long long first, second;
+    uint64_t count;
+    TRY(arg_int(args, first_name, first_low, MAX_COUNT, &first, err));
+    TRY(arg_int(args, second_name, second_low, MAX_COUNT, &second, err));
+    TRY(count_of((uint64_t)first, (uint64_t)second, &count, err));
+    return put1(o, "value", (double)count, err);
+}
+
 static lm_status fn_window_pairs(const json_t *args, outputs *o, lm_error *err)
 {
-    long long n, w;
-    uint64_t pairs;
-    TRY(arg_int(args, "n", 1, MAX_COUNT, &n, err));
-    TRY(arg_int(args, "w", 1, MAX_COUNT, &w, err));
-    TRY(lm_window_pairs((uint64_t)n, (uint64_t)w, &pairs, err));
-    return put1(o, "value", (double)pairs, err);
+    return put_window_count(args, "n", 1, "w", 1, lm_window_pairs, o, err);
 }
 
 static lm_status fn_causal_pairs(const json_t *args, outputs *o, lm_error *err)
@@ -360,22 +362,12 @@ static lm_status fn_receptive_field(const json_t *args, outputs *o, lm_error *er
 
 static lm_status fn_reach(const json_t *args, outputs *o, lm_error *err)
 {
-    long long w, layers;
-    uint64_t reach;
-    TRY(arg_int(args, "w", 1, MAX_COUNT, &w, err));
-    TRY(arg_int(args, "layers", 0, MAX_COUNT, &layers, err));
-    TRY(lm_window_reach((uint64_t)w, (uint64_t)layers, &reach, err));
-    return put1(o, "value", (double)reach, err);
+    return put_window_count(args, "w", 1, "layers", 0, lm_window_reach, o, err);
 }
 
 static lm_status fn_relay_hops(const json_t *args, outputs *o, lm_error *err)
 {
-    long long distance, w;
-    uint64_t hops;
-    TRY(arg_int(args, "distance", 0, MAX_COUNT, &distance, err));
-    TRY(arg_int(args, "w", 1, MAX_COUNT, &w, err));
-    TRY(lm_window_relay_hops((uint64_t)distance, (uint64_t)w, &hops, err));
-    return put1(o, "value", (double)hops, err);
+    return put_window_count(args, "distance", 0, "w", 1, lm_window_relay_hops, o, err);
 }
 
 static lm_status fn_rolling_slots(const json_t *args, outputs *o, lm_error *err)
@@ -424,7 +416,7 @@ static lm_status fn_window_decode(const json_t *args, outputs *o, lm_error *err)
     if (status == LM_OK)
         status = put1(o, "largest_buffer", (double)largest, err);
     if (status == LM_OK)
-        status = put1(o, "max_abs_diff", max_abs_diff(streamed, masked, n * d), err);
+        status = put1(o, "max_abs_diff", lm_max_abs_diff_f64(streamed, masked, n * d), err);
     if (status == LM_OK)
         status = put1(o, "matches", allclose(streamed, masked, n * d), err);
     if (status == LM_OK)
@@ -673,7 +665,7 @@ static lm_status fn_linear_random(const json_t *args, outputs *o, lm_error *err)
     if (status == LM_OK)
         status = lm_linear_feature_quadratic_f64_ref(q, k, v, n, d, d, slow, err);
     if (status == LM_OK)
-        status = put1(o, "max_abs_diff", max_abs_diff(fast, slow, n * d), err);
+        status = put1(o, "max_abs_diff", lm_max_abs_diff_f64(fast, slow, n * d), err);
     if (status == LM_OK)
         status = put1(o, "matches", allclose(fast, slow, n * d), err);
     if (status == LM_OK)
@@ -1027,11 +1019,11 @@ static lm_status fn_parallel_scan_random(const json_t *args, outputs *o, lm_erro
     if (status == LM_OK)
         status = put1(o, "rounds", (double)rounds, err);
     if (status == LM_OK)
-        status = put1(o, "max_abs_diff", max_abs_diff(hs, seq, length), err);
+        status = put1(o, "max_abs_diff", lm_max_abs_diff_f64(hs, seq, length), err);
     if (status == LM_OK)
         status = put1(o, "states_sum", sum(hs, length), err);
     if (status == LM_OK)
-        status = put1(o, "blelloch_max_abs_diff", max_abs_diff(bl, seq, length), err);
+        status = put1(o, "blelloch_max_abs_diff", lm_max_abs_diff_f64(bl, seq, length), err);
     return release(status, buf, NULL, NULL, NULL);
 }
 
@@ -1163,7 +1155,7 @@ static lm_status fn_latent_attention(const json_t *args, outputs *o, lm_error *e
     if (status == LM_OK)
         status = put1(o, "full_numbers", (double)(2 * layer.n_heads * layer.d_head), err);
     if (status == LM_OK)
-        status = put1(o, "max_abs_diff", max_abs_diff(expanded, absorbed, n * width), err);
+        status = put1(o, "max_abs_diff", lm_max_abs_diff_f64(expanded, absorbed, n * width), err);
     if (status == LM_OK)
         status = put1(o, "agree", allclose(expanded, absorbed, n * width), err);
     if (status == LM_OK)

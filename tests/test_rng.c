@@ -3,6 +3,7 @@
  * seeding, the first raw words, random, uniform and standard_normal draws, the SHA-256
  * of 10^6 normals and of the mixed stream, and np.sum of the 10^6 normals. */
 #include "longmix.h"
+#include "lm_reduce.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -207,41 +208,13 @@ static void sha256_float64le(const double *values, size_t count, char hex[65])
         snprintf(hex + 2 * i, 3, "%02x", digest[i]);
 }
 
-/* np.sum's pairwise summation: blocks of up to 128 with 8 partial sums, halves (rounded to
- * a multiple of 8) above that. */
-static double pairwise_sum(const double *a, size_t n)
-{
-    if (n < 8) {
-        double sum = 0.0;
-        for (size_t i = 0; i < n; i++)
-            sum += a[i];
-        return sum;
-    }
-    if (n <= 128) {
-        double partial[8];
-        memcpy(partial, a, sizeof partial);
-        size_t i = 8;
-        for (; i < n - n % 8; i += 8)
-            for (size_t j = 0; j < 8; j++)
-                partial[j] += a[i + j];
-        double sum = ((partial[0] + partial[1]) + (partial[2] + partial[3])) +
-                     ((partial[4] + partial[5]) + (partial[6] + partial[7]));
-        for (; i < n; i++)
-            sum += a[i];
-        return sum;
-    }
-    size_t half = n / 2;
-    half -= half % 8;
-    return pairwise_sum(a, half) + pairwise_sum(a + half, n - half);
-}
-
 /* np.sum of a contiguous float64 vector: the reduction iterator hands the add loop
  * buffer-sized pieces (8192 elements), each summed pairwise into the running total. */
 static double numpy_sum(const double *a, size_t n)
 {
     double total = 0.0;
     for (size_t start = 0; start < n; start += 8192)
-        total += pairwise_sum(a + start, n - start < 8192 ? n - start : 8192);
+        total += lm_sum_pairwise_f64(a + start, n - start < 8192 ? n - start : 8192);
     return total;
 }
 

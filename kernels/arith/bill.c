@@ -2,21 +2,9 @@
  * every design at a context length, and the batch-independence of the crossover. Widths
  * that are whole bytes use the memory.c geometry; other widths floor(numbers * bits / 8). */
 #include "arith.h"
+#include "lm_validate.h"
 
 #include <stdint.h>
-
-static lm_status positive(long long value, const char *name, lm_error *err)
-{
-    return value > 0 ? LM_OK
-                     : lm_fail(err, LM_ERR_ARG, "%s must be positive, got %lld", name, value);
-}
-
-static lm_status non_negative(long long value, const char *name, lm_error *err)
-{
-    return value >= 0 ? LM_OK
-                      : lm_fail(err, LM_ERR_ARG, "%s must be non-negative, got %lld", name,
-                                value);
-}
 
 /* floor(product of factors * bits / 8) with overflow checks. */
 static lm_status bits_to_bytes(const long long *factors, int count, long long bits,
@@ -34,7 +22,7 @@ lm_status lm_arith_bill_pairs_per_head_per_layer(long long n, long long *pairs, 
 {
     if (pairs == NULL)
         return lm_fail(err, LM_ERR_ARG, "pairs must not be NULL");
-    lm_status status = non_negative(n, "n", err);
+    lm_status status = lm_require_non_negative_i64("n", n, err);
     if (status != LM_OK)
         return status;
     if (__builtin_mul_overflow(n, n, pairs))
@@ -46,7 +34,7 @@ lm_status lm_arith_bill_handshakes(long long n, long long *count, lm_error *err)
 {
     if (count == NULL)
         return lm_fail(err, LM_ERR_ARG, "count must not be NULL");
-    lm_status status = non_negative(n, "n", err);
+    lm_status status = lm_require_non_negative_i64("n", n, err);
     if (status != LM_OK)
         return status;
     long long product;
@@ -60,10 +48,10 @@ static lm_status check_kv(long long layers, long long kv_heads, long long head_d
                           long long bits, lm_error *err)
 {
     lm_status status;
-    if ((status = positive(layers, "layers", err)) != LM_OK ||
-        (status = positive(kv_heads, "kv_heads", err)) != LM_OK ||
-        (status = positive(head_dim, "head_dim", err)) != LM_OK ||
-        (status = positive(bits, "bits", err)) != LM_OK)
+    if ((status = lm_require_positive_i64("layers", layers, err)) != LM_OK ||
+        (status = lm_require_positive_i64("kv_heads", kv_heads, err)) != LM_OK ||
+        (status = lm_require_positive_i64("head_dim", head_dim, err)) != LM_OK ||
+        (status = lm_require_positive_i64("bits", bits, err)) != LM_OK)
         return status;
     return LM_OK;
 }
@@ -93,7 +81,7 @@ lm_status lm_arith_bill_kv_cache_bytes(long long n, long long layers, long long 
         return lm_fail(err, LM_ERR_ARG, "bytes must not be NULL");
     lm_status status = check_kv(layers, kv_heads, head_dim, bits, err);
     if (status == LM_OK)
-        status = non_negative(n, "n", err);
+        status = lm_require_non_negative_i64("n", n, err);
     if (status != LM_OK)
         return status;
     if (bits % 8 == 0) {
@@ -120,9 +108,9 @@ lm_status lm_arith_bill_ssm_state_bytes(long long channels, long long state_size
     if (bytes == NULL)
         return lm_fail(err, LM_ERR_ARG, "bytes must not be NULL");
     lm_status status;
-    if ((status = positive(channels, "channels", err)) != LM_OK ||
-        (status = positive(state_size, "state_size", err)) != LM_OK ||
-        (status = positive(bits, "bits", err)) != LM_OK)
+    if ((status = lm_require_positive_i64("channels", channels, err)) != LM_OK ||
+        (status = lm_require_positive_i64("state_size", state_size, err)) != LM_OK ||
+        (status = lm_require_positive_i64("bits", bits, err)) != LM_OK)
         return status;
     if (bits % 8 == 0) {
         lm_ssm_state_geometry g = {1, channels, state_size, 0, 0, bits / 8};
@@ -145,8 +133,8 @@ lm_status lm_arith_bill_hybrid_cache_bytes(long long context, long long layers,
     if (bytes == NULL)
         return lm_fail(err, LM_ERR_ARG, "bytes must not be NULL");
     lm_status status;
-    if ((status = positive(layers, "layers", err)) != LM_OK ||
-        (status = non_negative(context, "context", err)) != LM_OK)
+    if ((status = lm_require_positive_i64("layers", layers, err)) != LM_OK ||
+        (status = lm_require_non_negative_i64("context", context, err)) != LM_OK)
         return status;
     if (attention_layers < 0 || attention_layers > layers)
         return lm_fail(err, LM_ERR_ARG, "attention_layers must lie in [0, layers], got %lld",
@@ -190,7 +178,7 @@ lm_status lm_arith_cache_bytes_by_method(long long context, double *bytes, lm_er
     enum { LAYERS = 32, KV_HEADS = 8, HEAD_DIM = 128, WINDOW = 4096 };
     if (bytes == NULL)
         return lm_fail(err, LM_ERR_ARG, "bytes must not be NULL");
-    lm_status status = non_negative(context, "context", err);
+    lm_status status = lm_require_non_negative_i64("context", context, err);
     if (status != LM_OK)
         return status;
     long long mha, gqa, window, hybrid, state;

@@ -1,21 +1,8 @@
 /* Exact cache arithmetic, the decode FLOP scenario, and the crossovers solved from them. */
 #include "arith.h"
+#include "lm_validate.h"
 
 #include <math.h>
-
-static lm_status require_positive(long long value, const char *name, lm_error *err)
-{
-    if (value <= 0)
-        return lm_fail(err, LM_ERR_ARG, "%s must be positive, got %lld", name, value);
-    return LM_OK;
-}
-
-static lm_status require_non_negative(long long value, const char *name, lm_error *err)
-{
-    if (value < 0)
-        return lm_fail(err, LM_ERR_ARG, "%s must be non-negative, got %lld", name, value);
-    return LM_OK;
-}
 
 /* *product = product of factors[0..count), or LM_ERR_NUMERIC when it leaves int64. */
 static lm_status checked_product(const long long *factors, int count, const char *what,
@@ -32,10 +19,10 @@ static lm_status checked_product(const long long *factors, int count, const char
 static lm_status validate_kv(const lm_kv_cache_geometry *g, lm_error *err)
 {
     lm_status status;
-    if ((status = require_positive(g->layers, "layers", err)) != LM_OK ||
-        (status = require_positive(g->kv_heads, "kv_heads", err)) != LM_OK ||
-        (status = require_positive(g->head_width, "head_width", err)) != LM_OK ||
-        (status = require_positive(g->bytes_per_value, "bytes_per_value", err)) != LM_OK)
+    if ((status = lm_require_positive_i64("layers", g->layers, err)) != LM_OK ||
+        (status = lm_require_positive_i64("kv_heads", g->kv_heads, err)) != LM_OK ||
+        (status = lm_require_positive_i64("head_width", g->head_width, err)) != LM_OK ||
+        (status = lm_require_positive_i64("bytes_per_value", g->bytes_per_value, err)) != LM_OK)
         return status;
     return LM_OK;
 }
@@ -59,8 +46,8 @@ lm_status lm_arith_kv_total_bytes(const lm_kv_cache_geometry *geometry,
     lm_status status = lm_arith_kv_bytes_per_token(geometry, &per_token, err);
     if (status != LM_OK)
         return status;
-    if ((status = require_non_negative(context_tokens, "context_tokens", err)) != LM_OK ||
-        (status = require_positive(batch, "batch_size", err)) != LM_OK)
+    if ((status = lm_require_non_negative_i64("context_tokens", context_tokens, err)) != LM_OK ||
+        (status = lm_require_positive_i64("batch_size", batch, err)) != LM_OK)
         return status;
     const long long factors[] = {batch, context_tokens, per_token};
     return checked_product(factors, 3, "KV cache size", bytes, err);
@@ -69,8 +56,8 @@ lm_status lm_arith_kv_total_bytes(const lm_kv_cache_geometry *geometry,
 static lm_status validate_conv(long long conv_width, long long conv_channels, lm_error *err)
 {
     lm_status status;
-    if ((status = require_non_negative(conv_width, "conv_width", err)) != LM_OK ||
-        (status = require_non_negative(conv_channels, "conv_channels", err)) != LM_OK)
+    if ((status = lm_require_non_negative_i64("conv_width", conv_width, err)) != LM_OK ||
+        (status = lm_require_non_negative_i64("conv_channels", conv_channels, err)) != LM_OK)
         return status;
     if ((conv_width == 0) != (conv_channels == 0))
         return lm_fail(err, LM_ERR_ARG,
@@ -84,12 +71,12 @@ lm_status lm_arith_ssm_state_bytes(const lm_ssm_state_geometry *geometry, long l
 {
     const lm_ssm_state_geometry *g = geometry;
     lm_status status;
-    if ((status = require_positive(g->layers, "layers", err)) != LM_OK ||
-        (status = require_positive(g->inner_width, "inner_width", err)) != LM_OK ||
-        (status = require_positive(g->state_width, "state_width", err)) != LM_OK ||
-        (status = require_positive(g->bytes_per_value, "bytes_per_value", err)) != LM_OK ||
+    if ((status = lm_require_positive_i64("layers", g->layers, err)) != LM_OK ||
+        (status = lm_require_positive_i64("inner_width", g->inner_width, err)) != LM_OK ||
+        (status = lm_require_positive_i64("state_width", g->state_width, err)) != LM_OK ||
+        (status = lm_require_positive_i64("bytes_per_value", g->bytes_per_value, err)) != LM_OK ||
         (status = validate_conv(g->conv_width, g->conv_channels, err)) != LM_OK ||
-        (status = require_positive(batch, "batch_size", err)) != LM_OK)
+        (status = lm_require_positive_i64("batch_size", batch, err)) != LM_OK)
         return status;
     const long long ssm[] = {batch, g->layers, g->inner_width, g->state_width,
                              g->bytes_per_value};
@@ -111,19 +98,19 @@ lm_status lm_arith_hybrid_memory(const lm_hybrid_config *config, lm_hybrid_memor
 {
     const lm_hybrid_config *c = config;
     lm_status status;
-    if ((status = require_positive(c->total_layers, "total_layers", err)) != LM_OK)
+    if ((status = lm_require_positive_i64("total_layers", c->total_layers, err)) != LM_OK)
         return status;
     if (c->attention_layers < 0 || c->attention_layers > c->total_layers)
         return lm_fail(err, LM_ERR_ARG,
                        "attention_layers must lie in [0, total_layers] (got %lld of %lld)",
                        c->attention_layers, c->total_layers);
-    if ((status = require_non_negative(c->context_tokens, "context_tokens", err)) != LM_OK ||
-        (status = require_positive(c->inner_width, "inner_width", err)) != LM_OK ||
-        (status = require_positive(c->state_width, "state_width", err)) != LM_OK ||
+    if ((status = lm_require_non_negative_i64("context_tokens", c->context_tokens, err)) != LM_OK ||
+        (status = lm_require_positive_i64("inner_width", c->inner_width, err)) != LM_OK ||
+        (status = lm_require_positive_i64("state_width", c->state_width, err)) != LM_OK ||
         (status = validate_conv(c->conv_width, c->conv_channels, err)) != LM_OK ||
-        (status = require_positive(c->kv_heads, "kv_heads", err)) != LM_OK ||
-        (status = require_positive(c->head_width, "head_width", err)) != LM_OK ||
-        (status = require_positive(c->bytes_per_value, "bytes_per_value", err)) != LM_OK)
+        (status = lm_require_positive_i64("kv_heads", c->kv_heads, err)) != LM_OK ||
+        (status = lm_require_positive_i64("head_width", c->head_width, err)) != LM_OK ||
+        (status = lm_require_positive_i64("bytes_per_value", c->bytes_per_value, err)) != LM_OK)
         return status;
 
     lm_hybrid_memory m = {.total_layers = c->total_layers,
@@ -156,9 +143,10 @@ lm_status lm_arith_hybrid_memory(const lm_hybrid_config *config, lm_hybrid_memor
 lm_status lm_arith_memory_crossover(long long kv_bytes_per_token, long long recurrent_bytes,
                                     lm_memory_crossover *out, lm_error *err)
 {
-    lm_status status;
-    if ((status = require_positive(kv_bytes_per_token, "kv_bytes_per_token", err)) != LM_OK ||
-        (status = require_positive(recurrent_bytes, "recurrent_bytes", err)) != LM_OK)
+    lm_status status = lm_require_positive_i64("kv_bytes_per_token", kv_bytes_per_token, err);
+    if (status == LM_OK)
+        status = lm_require_positive_i64("recurrent_bytes", recurrent_bytes, err);
+    if (status != LM_OK)
         return status;
     long long whole = recurrent_bytes / kv_bytes_per_token;     /* floor(r / kv) */
     long long remainder = recurrent_bytes % kv_bytes_per_token;
@@ -180,10 +168,10 @@ lm_status lm_arith_decode_flops(long long context_tokens, long long model_width,
                                 lm_decode_flops *out, lm_error *err)
 {
     lm_status status;
-    if ((status = require_positive(context_tokens, "context_tokens", err)) != LM_OK ||
-        (status = require_positive(model_width, "model_width", err)) != LM_OK ||
-        (status = require_positive(inner_width, "inner_width", err)) != LM_OK ||
-        (status = require_positive(state_width, "state_width", err)) != LM_OK)
+    if ((status = lm_require_positive_i64("context_tokens", context_tokens, err)) != LM_OK ||
+        (status = lm_require_positive_i64("model_width", model_width, err)) != LM_OK ||
+        (status = lm_require_positive_i64("inner_width", inner_width, err)) != LM_OK ||
+        (status = lm_require_positive_i64("state_width", state_width, err)) != LM_OK)
         return status;
     const long long attention[] = {4, context_tokens, model_width};
     const long long ssm[] = {5, inner_width, state_width};

@@ -1,15 +1,8 @@
 /* Float64 oracle for softmax attention (lesson section 4 and every masked variant). */
 #include "attention.h"
+#include "lm_validate.h"
 
 #include <math.h>
-
-bool lm_all_finite_f64(const double *x, size_t count)
-{
-    for (size_t i = 0; i < count; i++)
-        if (!isfinite(x[i]))
-            return false;
-    return true;
-}
 
 lm_status lm_attn_softmax_rows_f64_ref(const double *scores, double *out, size_t rows,
                                        size_t cols, lm_error *err)
@@ -67,17 +60,16 @@ lm_status lm_attn_sdpa_f64_ref(const double *q, const double *k, const double *v
         return lm_fail(err, LM_ERR_SHAPE,
                        "attention extents must be positive, got n_q=%zu n_k=%zu d=%zu d_v=%zu",
                        n_q, n_k, d, d_v);
-    if (!lm_all_finite_f64(q, n_q * d))
-        return lm_fail(err, LM_ERR_NONFINITE, "q must contain only finite values");
-    if (!lm_all_finite_f64(k, n_k * d))
-        return lm_fail(err, LM_ERR_NONFINITE, "k must contain only finite values");
-    if (!lm_all_finite_f64(v, n_k * d_v))
-        return lm_fail(err, LM_ERR_NONFINITE, "v must contain only finite values");
+    lm_status status;
+    if ((status = lm_require_finite_f64("q", q, n_q * d, err)) != LM_OK ||
+        (status = lm_require_finite_f64("k", k, n_k * d, err)) != LM_OK ||
+        (status = lm_require_finite_f64("v", v, n_k * d_v, err)) != LM_OK)
+        return status;
     double *row = lm_alloc(n_k * sizeof *row);
     if (row == NULL)
         return lm_fail(err, LM_ERR_NOMEM, "attention scratch of %zu scores", n_k);
     const double root = sqrt((double)d);
-    lm_status status = LM_OK;
+    status = LM_OK;
     for (size_t i = 0; i < n_q && status == LM_OK; i++) {
         for (size_t j = 0; j < n_k; j++) {
             if (mask != NULL && !mask[i * n_k + j]) {

@@ -5,6 +5,13 @@
 #include "lm_ops.h"
 
 #include "../gemv/gemv.h"
+#include "../attention/attention.h"
+#include "../kvquant/kvquant.h"
+#include "../ssm/ssm.h"
+#include "../conv/conv.h"
+#include "../scan/scan.h"
+#include "../linear/linear.h"
+#include "../delta/delta.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -36,17 +43,56 @@ static const lm_ops compiled[LM_ISA_COUNT] = {
         {
             .isa = LM_ISA_SCALAR,
             .rowdot_f32 = lm_gemv_rowdot_f32_scalar,
+            .attn_prefill_f32 = lm_attn_prefill_f32_scalar,
+            .attn_decode_f32 = lm_attn_decode_f32_scalar,
+            .attn_decode_f16 = lm_attn_decode_f16_scalar,
+            .attn_decode_bf16 = lm_attn_decode_bf16_scalar,
+            .kvq_decode = lm_kvq_decode_scalar,
+            .mamba1_scan_f32 = lm_ssm_mamba1_scan_f32_scalar,
+            .conv_causal_f32 = lm_conv_causal_f32_scalar,
+            .scan_affine_f32 = lm_scan_affine_f32_scalar,
+            .scan_affine_reduce_f32 = lm_scan_affine_reduce_f32_scalar,
+            .linear_recurrent_f32 = lm_linear_recurrent_f32_scalar,
+            .linear_chunked_f32 = lm_linear_chunked_f32_scalar,
+            .delta_recurrent_f32 = lm_delta_recurrent_f32_scalar,
+            .delta_chunked_f32 = lm_delta_chunked_f32_scalar,
         },
 #if LM_BUILD_X86
     [LM_ISA_AVX2] =
         {
             .isa = LM_ISA_AVX2,
             .rowdot_f32 = lm_gemv_rowdot_f32_avx2,
+            .attn_prefill_f32 = lm_attn_prefill_f32_avx2,
+            .attn_decode_f32 = lm_attn_decode_f32_avx2,
+            .attn_decode_f16 = lm_attn_decode_f16_avx2,
+            .attn_decode_bf16 = lm_attn_decode_bf16_avx2,
+            .kvq_decode = lm_kvq_decode_avx2,
+            .mamba1_scan_f32 = lm_ssm_mamba1_scan_f32_avx2,
+            .conv_causal_f32 = lm_conv_causal_f32_avx2,
+            .scan_affine_f32 = lm_scan_affine_f32_avx2,
+            .scan_affine_reduce_f32 = lm_scan_affine_reduce_f32_avx2,
+            .linear_recurrent_f32 = lm_linear_recurrent_f32_avx2,
+            .linear_chunked_f32 = lm_linear_chunked_f32_avx2,
+            .delta_recurrent_f32 = lm_delta_recurrent_f32_avx2,
+            .delta_chunked_f32 = lm_delta_chunked_f32_avx2,
         },
     [LM_ISA_AVX512] =
         {
             .isa = LM_ISA_AVX512,
             .rowdot_f32 = lm_gemv_rowdot_f32_avx512,
+            .attn_prefill_f32 = lm_attn_prefill_f32_avx512,
+            .attn_decode_f32 = lm_attn_decode_f32_avx512,
+            .attn_decode_f16 = lm_attn_decode_f16_avx512,
+            .attn_decode_bf16 = lm_attn_decode_bf16_avx512,
+            .kvq_decode = lm_kvq_decode_avx512,
+            .mamba1_scan_f32 = lm_ssm_mamba1_scan_f32_avx512,
+            .conv_causal_f32 = lm_conv_causal_f32_avx512,
+            .scan_affine_f32 = lm_scan_affine_f32_avx512,
+            .scan_affine_reduce_f32 = lm_scan_affine_reduce_f32_avx512,
+            .linear_recurrent_f32 = lm_linear_recurrent_f32_avx512,
+            .linear_chunked_f32 = lm_linear_chunked_f32_avx512,
+            .delta_recurrent_f32 = lm_delta_recurrent_f32_avx512,
+            .delta_chunked_f32 = lm_delta_chunked_f32_avx512,
         },
 #endif
 #if LM_BUILD_NEON
@@ -54,6 +100,19 @@ static const lm_ops compiled[LM_ISA_COUNT] = {
         {
             .isa = LM_ISA_NEON,
             .rowdot_f32 = lm_gemv_rowdot_f32_neon,
+            .attn_prefill_f32 = lm_attn_prefill_f32_neon,
+            .attn_decode_f32 = lm_attn_decode_f32_neon,
+            .attn_decode_f16 = lm_attn_decode_f16_neon,
+            .attn_decode_bf16 = lm_attn_decode_bf16_neon,
+            .kvq_decode = lm_kvq_decode_neon,
+            .mamba1_scan_f32 = lm_ssm_mamba1_scan_f32_neon,
+            .conv_causal_f32 = lm_conv_causal_f32_neon,
+            .scan_affine_f32 = lm_scan_affine_f32_neon,
+            .scan_affine_reduce_f32 = lm_scan_affine_reduce_f32_neon,
+            .linear_recurrent_f32 = lm_linear_recurrent_f32_neon,
+            .linear_chunked_f32 = lm_linear_chunked_f32_neon,
+            .delta_recurrent_f32 = lm_delta_recurrent_f32_neon,
+            .delta_chunked_f32 = lm_delta_chunked_f32_neon,
         },
 #endif
 };

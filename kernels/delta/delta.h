@@ -112,4 +112,69 @@ lm_status lm_delta_overwrite_interference(const double *state, size_t state_rows
                                           double *retrieval_after, double *retrieval_at_key,
                                           double *change_norm, lm_error *err);
 
+/* ---- the (gated) delta rule over sequences, multi-head (helper "rec": ref_gated.c
+ *      float64 oracle; scalar/avx2/avx512/neon.c; driver.c) ------------------------------
+ * Per head and token, with the unit key k^_t = k_t / ||k_t|| (a zero key is rejected),
+ * beta_t in [0, 1] and the decay g_t in (0, 1] (1 without a gate), S {d_value, d_key}:
+ *   S_t = g_t S_{t-1} + beta_t (v_t - g_t S_{t-1} k^_t) k^_t^T    (M8: decay, then correct)
+ *   y_t = S_t q_t
+ * Chunked (WY / UT form, chunk C): with gamma_t the decay from the chunk start and
+ * G_ti = gamma_t / gamma_i (i <= t, formed as exp of segment sums of log g), the chunk's
+ * corrections u_t (S = gamma S_0 + sum_i G u_i k^_i^T) solve the unit lower-triangular
+ *   u_t + beta_t sum_{i<t} G_ti (k^_t . k^_i) u_i = beta_t (v_t - gamma_t S_0 k^_t),
+ * then Y = diag(gamma) Q S_0^T + (tril(Q K^T) * G) U and S_C = gamma_C S_0 + (G_C K)^T U:
+ * matrix products plus one triangular solve per chunk. */
+typedef struct lm_delta_seq_f64 {
+    size_t heads, length, d_key, d_value;
+    const double *q, *k; /* {H, L, d_key} */
+    const double *v;     /* {H, L, d_value} */
+    const double *beta;  /* {H, L}, each in [0, 1] */
+    const double *gate;  /* {H, L}, each in (0, 1], or NULL (the plain delta rule) */
+    const double *s0;    /* {H, d_value, d_key} or NULL (zero) */
+    double *y;           /* {H, L, d_value} */
+    double *s_final;     /* {H, d_value, d_key} or NULL; may alias s0 */
+} lm_delta_seq_f64;
+
+typedef struct lm_delta_seq_f32 {
+    size_t heads, length, d_key, d_value;
+    const float *q, *k, *v, *beta, *gate, *s0; /* as in lm_delta_seq_f64 */
+    float *y;
+    float *s_final;
+} lm_delta_seq_f32;
+
+/* Float64 oracle, token by token. LM_ERR_SHAPE (a size 0, q/k/v/beta/y NULL),
+ * LM_ERR_NONFINITE naming the array, LM_ERR_DOMAIN ("k must have non-zero norm: head h,
+ * token t", "gate must lie in (0, 1]"), LM_ERR_ARG ("beta must lie in [0, 1]"). */
+lm_status lm_delta_gated_f64_ref(const lm_delta_seq_f64 *p, lm_error *err);
+
+/* Floats of workspace one head needs at chunk size `chunk` (recurrent: chunk 1). */
+size_t lm_delta_work_floats(const lm_delta_seq_f32 *p, size_t chunk);
+
+/* Fast kernels, one head; work holds lm_delta_work_floats(p, chunk) floats (64-byte
+ * aligned). The recurrent kernel ignores chunk. No allocation, no threads. */
+typedef void (*lm_delta_head_f32_fn)(const lm_delta_seq_f32 *p, size_t head, size_t chunk,
+                                     float *work);
+void lm_delta_recurrent_f32_scalar(const lm_delta_seq_f32 *p, size_t head, size_t chunk,
+                                   float *work);
+void lm_delta_recurrent_f32_avx2(const lm_delta_seq_f32 *p, size_t head, size_t chunk,
+                                 float *work);
+void lm_delta_recurrent_f32_avx512(const lm_delta_seq_f32 *p, size_t head, size_t chunk,
+                                   float *work);
+void lm_delta_recurrent_f32_neon(const lm_delta_seq_f32 *p, size_t head, size_t chunk,
+                                 float *work);
+void lm_delta_chunked_f32_scalar(const lm_delta_seq_f32 *p, size_t head, size_t chunk,
+                                 float *work);
+void lm_delta_chunked_f32_avx2(const lm_delta_seq_f32 *p, size_t head, size_t chunk,
+                               float *work);
+void lm_delta_chunked_f32_avx512(const lm_delta_seq_f32 *p, size_t head, size_t chunk,
+                                 float *work);
+void lm_delta_chunked_f32_neon(const lm_delta_seq_f32 *p, size_t head, size_t chunk,
+                               float *work);
+
+/* The operator: validates (sizes, arrays, beta in [0, 1], gate in (0, 1], every key
+ * non-zero, chunk > 0 when chunked), then runs `kernel` (NULL: the active ISA's recurrent
+ * or chunked kernel) over the heads with OpenMP, one workspace per thread. */
+lm_status lm_delta_rule_f32(lm_delta_head_f32_fn kernel, bool chunked,
+                            const lm_delta_seq_f32 *p, size_t chunk, lm_error *err);
+
 #endif

@@ -1,26 +1,8 @@
 /* Float64 oracle for key normalization and the gated delta rule. */
 #include "delta.h"
+#include "lm_validate.h"
 
 #include <math.h>
-
-static lm_status require_finite(const double *values, size_t count, const char *name,
-                                lm_error *err)
-{
-    for (size_t i = 0; i < count; i++)
-        if (!isfinite(values[i]))
-            return lm_fail(err, LM_ERR_NONFINITE, "%s must contain only finite values", name);
-    return LM_OK;
-}
-
-/* A finite scalar in the closed unit interval (the notebook's _unit_interval). */
-static lm_status require_unit_interval(double value, const char *name, lm_error *err)
-{
-    if (!isfinite(value))
-        return lm_fail(err, LM_ERR_NONFINITE, "%s must be finite", name);
-    if (value < 0.0 || value > 1.0)
-        return lm_fail(err, LM_ERR_ARG, "%s must lie in [0, 1], got %g", name, value);
-    return LM_OK;
-}
 
 static double euclidean_norm(const double *x, size_t width)
 {
@@ -33,9 +15,7 @@ static double euclidean_norm(const double *x, size_t width)
 lm_status lm_delta_normalize_key_f64_ref(const double *key, size_t width, double *unit_key,
                                          lm_error *err)
 {
-    if (width == 0)
-        return lm_fail(err, LM_ERR_SHAPE, "key must be non-empty");
-    lm_status status = require_finite(key, width, "key", err);
+    lm_status status = lm_require_nonempty_finite_f64("key", key, width, err);
     if (status != LM_OK)
         return status;
     double scale = 0.0; /* max |key|: dividing by it first keeps the squares in range */
@@ -60,22 +40,17 @@ lm_status lm_delta_update_f64_ref(const double *state, size_t state_rows, size_t
     lm_status status;
     if (state_rows == 0 || state_cols == 0)
         return lm_fail(err, LM_ERR_SHAPE, "state must be non-empty");
-    if ((status = require_finite(state, state_rows * state_cols, "state", err)) != LM_OK)
+    if ((status = lm_require_finite_f64("state", state, state_rows * state_cols, err)) != LM_OK)
         return status;
-    if (key_width == 0)
-        return lm_fail(err, LM_ERR_SHAPE, "key must be non-empty");
-    if ((status = require_finite(key, key_width, "key", err)) != LM_OK)
-        return status;
-    if (value_width == 0)
-        return lm_fail(err, LM_ERR_SHAPE, "value must be non-empty");
-    if ((status = require_finite(value, value_width, "value", err)) != LM_OK)
+    if ((status = lm_require_nonempty_finite_f64("key", key, key_width, err)) != LM_OK ||
+        (status = lm_require_nonempty_finite_f64("value", value, value_width, err)) != LM_OK)
         return status;
     if (state_rows != value_width || state_cols != key_width)
         return lm_fail(err, LM_ERR_SHAPE,
                        "state must have shape [d_value, d_key] = [%zu, %zu], got [%zu, %zu]",
                        value_width, key_width, state_rows, state_cols);
-    if ((status = require_unit_interval(beta, "beta", err)) != LM_OK ||
-        (status = require_unit_interval(decay, "decay", err)) != LM_OK)
+    if ((status = lm_require_unit_interval_f64("beta", beta, err)) != LM_OK ||
+        (status = lm_require_unit_interval_f64("decay", decay, err)) != LM_OK)
         return status;
 
     double *k = result->normalized_key; /* {d_key} */

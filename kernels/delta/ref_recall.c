@@ -2,60 +2,25 @@
  * versus explicit softmax addressing of a key/value table. Inputs come from lm_rng, the
  * NumPy-compatible generator, in the notebook's draw order. */
 #include "delta.h"
+#include "lm_reduce.h"
+#include "lm_validate.h"
 
 #include <math.h>
-
-/* NumPy's pairwise summation (add.reduce over a contiguous run): eight running sums for
- * blocks of up to 128 values, halves above that. Matching it keeps means and norms within
- * an ulp or two of the notebook's. */
-static double pairwise_sum(const double *x, size_t n)
-{
-    if (n < 8) {
-        double sum = 0.0;
-        for (size_t i = 0; i < n; i++)
-            sum += x[i];
-        return sum;
-    }
-    if (n <= 128) {
-        double r[8];
-        for (size_t j = 0; j < 8; j++)
-            r[j] = x[j];
-        size_t i = 8;
-        for (; i < n - n % 8; i += 8)
-            for (size_t j = 0; j < 8; j++)
-                r[j] += x[i + j];
-        double sum = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-        for (; i < n; i++)
-            sum += x[i];
-        return sum;
-    }
-    size_t half = n / 2;
-    half -= half % 8;
-    return pairwise_sum(x, half) + pairwise_sum(x + half, n - half);
-}
-
-static lm_status require_positive(long long value, const char *name, lm_error *err)
-{
-    if (value <= 0)
-        return lm_fail(err, LM_ERR_ARG, "%s must be positive, got %lld", name, value);
-    return LM_OK;
-}
 
 static lm_status validate_loads(const long long *loads, size_t load_count, long long key_width,
                                 long long value_width, long long seed, long long *max_load,
                                 lm_error *err)
 {
     lm_status status;
-    if ((status = require_positive(key_width, "key_width", err)) != LM_OK ||
-        (status = require_positive(value_width, "value_width", err)) != LM_OK)
+    if ((status = lm_require_positive_i64("key_width", key_width, err)) != LM_OK ||
+        (status = lm_require_positive_i64("value_width", value_width, err)) != LM_OK ||
+        (status = lm_require_non_negative_i64("seed", seed, err)) != LM_OK)
         return status;
-    if (seed < 0)
-        return lm_fail(err, LM_ERR_ARG, "seed must be non-negative, got %lld", seed);
     if (load_count == 0)
         return lm_fail(err, LM_ERR_SHAPE, "stored_pairs must be non-empty");
     *max_load = 0;
     for (size_t i = 0; i < load_count; i++) {
-        if ((status = require_positive(loads[i], "stored_pairs item", err)) != LM_OK)
+        if ((status = lm_require_positive_i64("stored_pairs item", loads[i], err)) != LM_OK)
             return status;
         if (loads[i] > *max_load)
             *max_load = loads[i];
@@ -73,7 +38,7 @@ static void draw_table(lm_rng *rng, size_t count, size_t width, size_t values, d
         double *row = keys + i * width;
         for (size_t c = 0; c < width; c++)
             scratch[c] = row[c] * row[c];
-        double norm = sqrt(pairwise_sum(scratch, width));
+        double norm = sqrt(lm_sum_pairwise_f64(scratch, width));
         for (size_t c = 0; c < width; c++)
             row[c] /= norm;
     }
@@ -87,7 +52,7 @@ static double mean_squared_error(double *prediction, const double *targets, size
         double d = prediction[i] - targets[i];
         prediction[i] = d * d;
     }
-    return pairwise_sum(prediction, n) / (double)n;
+    return lm_sum_pairwise_f64(prediction, n) / (double)n;
 }
 
 /* prediction = softmax_rows((scale * K) K^T) V for the table; returns the status of the
@@ -174,9 +139,9 @@ lm_status lm_delta_softmax_rows_f64_ref(const double *logits, size_t rows, size_
     if (rows == 0 || cols == 0)
         return lm_fail(err, LM_ERR_SHAPE, "logits must be non-empty, got shape [%zu, %zu]",
                        rows, cols);
-    for (size_t i = 0; i < rows * cols; i++)
-        if (!isfinite(logits[i]))
-            return lm_fail(err, LM_ERR_NONFINITE, "logits must contain only finite values");
+    lm_status status = lm_require_finite_f64("logits", logits, rows * cols, err);
+    if (status != LM_OK)
+        return status;
     for (size_t i = 0; i < rows; i++) {
         const double *row = logits + i * cols;
         double *out = weights + i * cols;
@@ -185,7 +150,7 @@ lm_status lm_delta_softmax_rows_f64_ref(const double *logits, size_t rows, size_
             top = fmax(top, row[j]);
         for (size_t j = 0; j < cols; j++)
             out[j] = exp(row[j] - top);
-        double denominator = pairwise_sum(out, cols);
+        double denominator = lm_sum_pairwise_f64(out, cols);
         if (!(denominator > 0.0) || !isfinite(denominator))
             return lm_fail(err, LM_ERR_NUMERIC,
                            "softmax denominator must be positive and finite (row %zu)", i);
@@ -203,13 +168,10 @@ static lm_status softmax_curve(const long long *loads, size_t load_count, long l
     long long max_load;
     lm_status status = validate_loads(loads, load_count, key_width, value_width, seed,
                                       &max_load, err);
+    if (status == LM_OK)
+        status = lm_require_positive_f64("inverse_temperature", inverse_temperature, err);
     if (status != LM_OK)
         return status;
-    if (!isfinite(inverse_temperature))
-        return lm_fail(err, LM_ERR_NONFINITE, "inverse_temperature must be finite");
-    if (inverse_temperature <= 0.0)
-        return lm_fail(err, LM_ERR_ARG, "inverse_temperature must be positive, got %g",
-                       inverse_temperature);
     const size_t w = (size_t)key_width, v = (size_t)value_width, n_max = (size_t)max_load;
     double *keys = lm_alloc(n_max * w * sizeof *keys);
     double *targets = lm_alloc(n_max * v * sizeof *targets);
@@ -248,8 +210,9 @@ lm_status lm_delta_softmax_addressing_mse_f64_ref(long long stored_pairs, long l
                                                   double inverse_temperature, long long seed,
                                                   double *mse, lm_error *err)
 {
-    if (stored_pairs <= 0)
-        return lm_fail(err, LM_ERR_ARG, "stored_pairs must be positive, got %lld", stored_pairs);
+    lm_status status = lm_require_positive_i64("stored_pairs", stored_pairs, err);
+    if (status != LM_OK)
+        return status;
     /* notebook: temperature * (keys @ keys.T) */
     return softmax_curve(&stored_pairs, 1, key_width, value_width, inverse_temperature, seed, 0,
                          mse, err);

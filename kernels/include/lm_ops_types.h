@@ -12,8 +12,46 @@
 typedef void (*lm_rowdot_f32_fn)(const float *restrict x, const float *restrict w,
                                  float *restrict y, size_t n, size_t d);
 
-#define LM_OPS_FIELDS_ATTENTION(X) X(lm_rowdot_f32_fn, rowdot_f32)
+/* Attention family (kernels/attention/attention.h holds the structs and the contracts). */
+struct lm_attn_prefill_args;
+struct lm_attn_counts;
+/* Causal (masked) GQA prefill of one query head over query tiles [tile_begin, tile_end). */
+typedef void (*lm_attn_prefill_f32_fn)(const struct lm_attn_prefill_args *a, size_t head,
+                                       size_t tile_begin, size_t tile_end, float *workspace,
+                                       struct lm_attn_counts *counts);
+/* Decode partial of `group` query heads q {group, d} over one KV head's rows k, v {n, d}. */
+typedef void (*lm_attn_decode_fn)(const float *q, const void *k, const void *v, size_t n,
+                                  size_t d, size_t group, float scale, float *m, float *l,
+                                  float *acc, float *workspace);
 
-#define LM_OPS_FIELDS_RECURRENT(X)
+struct lm_kvq_view;
+/* Decode partial over quantized tokens [j0, j1) of one KV head, reading the codes. */
+typedef void (*lm_kvq_decode_fn)(const struct lm_kvq_view *view, size_t j0, size_t j1,
+                                 const float *q, size_t group, float scale, float *m, float *l,
+                                 float *acc, float *workspace);
+
+#define LM_OPS_FIELDS_ATTENTION(X) X(lm_rowdot_f32_fn, rowdot_f32) \
+    X(lm_attn_prefill_f32_fn, attn_prefill_f32) \
+    X(lm_attn_decode_fn, attn_decode_f32) \
+    X(lm_attn_decode_fn, attn_decode_f16) \
+    X(lm_attn_decode_fn, attn_decode_bf16) \
+    X(lm_kvq_decode_fn, kvq_decode)
+
+/* Recurrent family (helper "rec"): the family headers declare the function types. */
+#include "../ssm/ssm.h"
+#include "../conv/conv.h"
+#include "../scan/scan.h"
+#include "../linear/linear.h"
+#include "../delta/delta.h"
+
+#define LM_OPS_FIELDS_RECURRENT(X) \
+    X(lm_ssm_mamba1_scan_f32_fn, mamba1_scan_f32) \
+    X(lm_conv_causal_f32_fn, conv_causal_f32) \
+    X(lm_scan_affine_f32_fn, scan_affine_f32) \
+    X(lm_scan_affine_reduce_f32_fn, scan_affine_reduce_f32) \
+    X(lm_linear_head_f32_fn, linear_recurrent_f32) \
+    X(lm_linear_head_f32_fn, linear_chunked_f32) \
+    X(lm_delta_head_f32_fn, delta_recurrent_f32) \
+    X(lm_delta_head_f32_fn, delta_chunked_f32)
 
 #endif

@@ -3,6 +3,7 @@
 #include "kvquant.h"
 
 #include "../attention/attention.h"
+#include "lm_validate.h"
 
 #include <math.h>
 
@@ -16,8 +17,9 @@ lm_status lm_kvquant_quantize_rows_f64_ref(const double *x, size_t rows, size_t 
         return lm_fail(err, LM_ERR_SHAPE, "x must be non-empty, got {%zu, %zu}", rows, cols);
     if (bits < 2 || bits > 16)
         return lm_fail(err, LM_ERR_ARG, "bits must lie in [2, 16], got %d", bits);
-    if (!lm_all_finite_f64(x, rows * cols))
-        return lm_fail(err, LM_ERR_NONFINITE, "x must contain only finite values");
+    lm_status status = lm_require_finite_f64("x", x, rows * cols, err);
+    if (status != LM_OK)
+        return status;
     const double qmax = (double)((1L << (bits - 1)) - 1); /* 7 at 4 bits, 127 at 8 */
     for (size_t r = 0; r < rows; r++) {
         double top = 0.0;
@@ -42,8 +44,9 @@ lm_status lm_kvquant_dequantize_rows_f64_ref(const int32_t *codes, const double 
         return lm_fail(err, LM_ERR_ARG, "codes, scales and out must not be NULL");
     if (rows == 0 || cols == 0)
         return lm_fail(err, LM_ERR_SHAPE, "codes must be non-empty, got {%zu, %zu}", rows, cols);
-    if (!lm_all_finite_f64(scales, rows))
-        return lm_fail(err, LM_ERR_NONFINITE, "scales must contain only finite values");
+    lm_status status = lm_require_finite_f64("scales", scales, rows, err);
+    if (status != LM_OK)
+        return status;
     for (size_t r = 0; r < rows; r++)
         for (size_t c = 0; c < cols; c++)
             out[r * cols + c] = (double)codes[r * cols + c] * scales[r];
@@ -56,16 +59,13 @@ lm_status lm_kvquant_bytes_per_token(long long layers, long long kv_heads, long 
 {
     if (bytes == NULL)
         return lm_fail(err, LM_ERR_ARG, "bytes must not be NULL");
-    if (layers <= 0)
-        return lm_fail(err, LM_ERR_ARG, "layers must be positive, got %lld", layers);
-    if (kv_heads <= 0)
-        return lm_fail(err, LM_ERR_ARG, "kv_heads must be positive, got %lld", kv_heads);
-    if (head_dim <= 0)
-        return lm_fail(err, LM_ERR_ARG, "head_dim must be positive, got %lld", head_dim);
-    if (bits <= 0)
-        return lm_fail(err, LM_ERR_ARG, "bits must be positive, got %lld", bits);
-    if (scale_bits < 0)
-        return lm_fail(err, LM_ERR_ARG, "scale_bits must be non-negative, got %lld", scale_bits);
+    lm_status status;
+    if ((status = lm_require_positive_i64("layers", layers, err)) != LM_OK ||
+        (status = lm_require_positive_i64("kv_heads", kv_heads, err)) != LM_OK ||
+        (status = lm_require_positive_i64("head_dim", head_dim, err)) != LM_OK ||
+        (status = lm_require_positive_i64("bits", bits, err)) != LM_OK ||
+        (status = lm_require_non_negative_i64("scale_bits", scale_bits, err)) != LM_OK)
+        return status;
     /* the lesson's float formula, in its order of operations */
     *bytes = (double)(2 * layers * kv_heads) *
              ((double)head_dim * (double)bits / 8.0 + (double)scale_bits / 8.0);
@@ -169,8 +169,9 @@ lm_status lm_kvquant_kivi_f64_ref(const double *x, size_t rows, size_t cols, int
         return lm_fail(err, LM_ERR_ARG, "bits must lie in [1, 16], got %d", bits);
     if (axis != LM_KIVI_PER_TOKEN && axis != LM_KIVI_PER_CHANNEL)
         return lm_fail(err, LM_ERR_ARG, "axis must be LM_KIVI_PER_TOKEN or LM_KIVI_PER_CHANNEL");
-    if (!lm_all_finite_f64(x, rows * cols))
-        return lm_fail(err, LM_ERR_NONFINITE, "x must contain only finite values");
+    lm_status status = lm_require_finite_f64("x", x, rows * cols, err);
+    if (status != LM_OK)
+        return status;
     const double levels = (double)((1L << bits) - 1);
     /* a group is a row (per token) or a column (per channel) */
     size_t groups = axis == LM_KIVI_PER_TOKEN ? rows : cols;

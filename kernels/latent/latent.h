@@ -7,6 +7,7 @@
 #define LONGMIX_LATENT_H
 
 #include "longmix.h"
+#include "lm_ops.h"
 
 /* Cache per token: layers * (latent_dim + rope_dim) * bits / 8 bytes (floor).
  * layers, latent_dim, bits positive; rope_dim >= 0. LM_ERR_ARG names the argument. */
@@ -55,5 +56,46 @@ lm_status lm_latent_attend_f64_ref(const lm_latent_layer *layer, const double *x
 lm_status lm_latent_attend_absorbed_f64_ref(const lm_latent_layer *layer, const double *x,
                                             const double *c, size_t n, double *out,
                                             lm_error *err);
+
+/* ---- DeepSeek-V2 multi-head latent attention with the decoupled rotary key -----------
+ * (ref_mla.c oracle, mla.c fast drivers). Geometry lm_mla_shape: `heads` query heads, each
+ * token cached as one row ckv {latent + rope} = [c (latent), k_rope (rope, shared by all
+ * heads)]; W_uk {latent, heads * nope}, W_uv {latent, heads * v_dim}. A query row per head
+ * is q {nope + rope} = [q_nope, q_rope]. Head h scores key j as
+ *   s = (q_nope . (c_j W_uk_h) + q_rope . k_rope_j) / sqrt(nope + rope)
+ * and outputs o_h = sum_j softmax_j(s) (c_j W_uv_h) {v_dim}. DeepSeek-V2: heads 128,
+ * latent 512, rope 64, nope 128, v_dim 128. */
+typedef struct lm_mla_shape {
+    size_t heads, latent, rope, nope, v_dim;
+} lm_mla_shape;
+
+/* LM_ERR_SHAPE unless every size is positive (rope may be 0) and v_dim <= nope + rope (the
+ * expanded path stores V in rows of nope + rope). */
+lm_status lm_mla_check(const lm_mla_shape *shape, lm_error *err);
+
+/* Float64 oracle, written the expanded way. q {n_q, heads, nope + rope}, ckv {n, latent +
+ * rope}, w_uk {latent, heads nope}, w_uv {latent, heads v_dim}, o {n_q, heads, v_dim}.
+ * causal: query i reads keys 0..i (n_q = n, prefill); otherwise every query reads all n
+ * keys (decode). LM_ERR_SHAPE, LM_ERR_NONFINITE, LM_ERR_NOMEM. */
+lm_status lm_mla_attend_f64_ref(const lm_mla_shape *shape, const double *q, const double *ckv,
+                                const double *w_uk, const double *w_uv, size_t n_q, size_t n,
+                                bool causal, double *o, lm_error *err);
+
+/* Fast paths (float32, dispatched attention kernels of `ops`, NULL = active; OpenMP inside).
+ * Absorbed: q_nope is folded through W_uk into latent space, attention runs as MQA over the
+ * cached rows themselves (keys = values = ckv rows, one read shared by every head), and the
+ * mixed latent goes out through W_uv. Expanded: K_h = [c W_uk_h, k_rope], V_h = c W_uv_h are
+ * built for every head (lm_mla_expand) and attention runs as MHA over them. Same arguments as
+ * the oracle (causal = prefill with n_q = n). */
+lm_status lm_mla_attend_absorbed(const lm_mla_shape *shape, const float *q, const float *ckv,
+                                 const float *w_uk, const float *w_uv, size_t n_q, size_t n,
+                                 bool causal, float *o, const lm_ops *ops, lm_error *err);
+lm_status lm_mla_attend_expanded(const lm_mla_shape *shape, const float *q, const float *ckv,
+                                 const float *w_uk, const float *w_uv, size_t n_q, size_t n,
+                                 bool causal, float *o, const lm_ops *ops, lm_error *err);
+
+/* Bytes of cache one decode step reads per token (float32): expanded heads (nope + rope +
+ * v_dim) 4, absorbed (latent + rope) 4. */
+double lm_mla_bytes_per_token(const lm_mla_shape *shape, bool absorbed);
 
 #endif

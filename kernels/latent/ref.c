@@ -3,6 +3,7 @@
 #include "latent.h"
 
 #include "../attention/attention.h"
+#include "lm_validate.h"
 
 #include <math.h>
 #include <string.h>
@@ -13,14 +14,12 @@ lm_status lm_latent_kv_bytes_per_token(long long layers, long long latent_dim,
 {
     if (bytes == NULL)
         return lm_fail(err, LM_ERR_ARG, "bytes must not be NULL");
-    if (layers <= 0)
-        return lm_fail(err, LM_ERR_ARG, "layers must be positive, got %lld", layers);
-    if (latent_dim <= 0)
-        return lm_fail(err, LM_ERR_ARG, "latent_dim must be positive, got %lld", latent_dim);
-    if (rope_dim < 0)
-        return lm_fail(err, LM_ERR_ARG, "rope_dim must be non-negative, got %lld", rope_dim);
-    if (bits <= 0)
-        return lm_fail(err, LM_ERR_ARG, "bits must be positive, got %lld", bits);
+    lm_status status;
+    if ((status = lm_require_positive_i64("layers", layers, err)) != LM_OK ||
+        (status = lm_require_positive_i64("latent_dim", latent_dim, err)) != LM_OK ||
+        (status = lm_require_non_negative_i64("rope_dim", rope_dim, err)) != LM_OK ||
+        (status = lm_require_positive_i64("bits", bits, err)) != LM_OK)
+        return status;
     long long numbers, total;
     if (__builtin_add_overflow(latent_dim, rope_dim, &numbers) ||
         __builtin_mul_overflow(layers, numbers, &total) ||
@@ -51,14 +50,12 @@ lm_status lm_latent_worked_example(const double *x, const double *w_down, const 
         return lm_fail(err, LM_ERR_ARG, "every array of the worked example must be given");
     if (d_model == 0 || d_latent == 0 || width == 0)
         return lm_fail(err, LM_ERR_SHAPE, "d_model, d_latent and width must be positive");
-    if (!lm_all_finite_f64(x, d_model))
-        return lm_fail(err, LM_ERR_NONFINITE, "x must contain only finite values");
-    if (!lm_all_finite_f64(w_down, d_model * d_latent))
-        return lm_fail(err, LM_ERR_NONFINITE, "w_down must contain only finite values");
-    if (!lm_all_finite_f64(w_uk, d_latent * width))
-        return lm_fail(err, LM_ERR_NONFINITE, "w_uk must contain only finite values");
-    if (!lm_all_finite_f64(q, width))
-        return lm_fail(err, LM_ERR_NONFINITE, "q must contain only finite values");
+    lm_status status;
+    if ((status = lm_require_finite_f64("x", x, d_model, err)) != LM_OK ||
+        (status = lm_require_finite_f64("w_down", w_down, d_model * d_latent, err)) != LM_OK ||
+        (status = lm_require_finite_f64("w_uk", w_uk, d_latent * width, err)) != LM_OK ||
+        (status = lm_require_finite_f64("q", q, width, err)) != LM_OK)
+        return status;
     vecmat(x, w_down, d_model, d_latent, latent); /* c = x W_down */
     vecmat(latent, w_uk, d_latent, width, key);   /* k = c W_uk */
     double s = 0.0;
@@ -141,9 +138,7 @@ static lm_status check_layer(const lm_latent_layer *layer, const double *x, size
         return lm_fail(err, LM_ERR_ARG, "x must not be NULL");
     if (n == 0)
         return lm_fail(err, LM_ERR_SHAPE, "x must hold at least one token");
-    if (!lm_all_finite_f64(x, n * layer->d_model))
-        return lm_fail(err, LM_ERR_NONFINITE, "x must contain only finite values");
-    return LM_OK;
+    return lm_require_finite_f64("x", x, n * layer->d_model, err);
 }
 
 /* out {rows, cols} = a {rows, inner} b {inner, cols} */
@@ -171,9 +166,7 @@ static lm_status check_cache(const lm_latent_layer *layer, const double *c, size
 {
     if (c == NULL || out == NULL)
         return lm_fail(err, LM_ERR_ARG, "c and out must not be NULL");
-    if (!lm_all_finite_f64(c, n * layer->d_latent))
-        return lm_fail(err, LM_ERR_NONFINITE, "c must contain only finite values");
-    return LM_OK;
+    return lm_require_finite_f64("c", c, n * layer->d_latent, err);
 }
 
 lm_status lm_latent_attend_f64_ref(const lm_latent_layer *layer, const double *x,

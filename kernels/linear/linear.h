@@ -57,4 +57,97 @@ lm_status lm_linear_feature_recurrent_f64_ref(const double *q, const double *k,
                                               size_t d_v, double *out, double *s_final,
                                               double *z_final, lm_error *err);
 
+/* ---- multi-head linear attention, additive / normalized / gated (helper "rec":
+ *      ref_gated.c float64 oracle, scalar/avx2/avx512/neon.c, driver.c) ------------------
+ * Per head, with phi the identity (feature = LM_LINEAR_IDENTITY, M8's additive form) or
+ * phi(x) = elu(x) + 1 (LM_LINEAR_ELU1, the lesson's), and a decay a_t in (0, 1]^{d_key}
+ * (gate none: 1; scalar: g_t for every key channel; channel: g_t[c], as in GLA):
+ *   S_t = diag(a_t) S_{t-1} + phi(k_t) v_t^T        S {d_key, d_value}
+ *   z_t = a_t * z_{t-1} + phi(k_t)                   z {d_key} (normalized form only)
+ *   y_t = S_t^T phi(q_t)                             additive
+ *   y_t = S_t^T phi(q_t) / (phi(q_t) . z_t)          normalized
+ * The chunked form (chunk C) computes the same outputs per chunk from the carried state:
+ *   y_t = (phi(q_t) * b_t)^T S_0 + sum_{s<=t} w_ts v_s,  b_t = a_1 * ... * a_t (in chunk)
+ *   w_ts = sum_c phi(q_t)[c] phi(k_s)[c] b_t[c] / b_s[c]  (causal mask s <= t)
+ * with the ratios b_t / b_s formed without dividing (exp of a log difference for a scalar
+ * gate, running products for a channel gate), then S_C = diag(b_C) S_0 +
+ * sum_s (phi(k_s) * b_C / b_s) v_s^T. */
+typedef enum lm_linear_feature { LM_LINEAR_IDENTITY = 0, LM_LINEAR_ELU1 = 1 } lm_linear_feature;
+typedef enum lm_linear_gate {
+    LM_LINEAR_GATE_NONE = 0,
+    LM_LINEAR_GATE_SCALAR = 1,  /* gate {H, L}: one decay per head and step */
+    LM_LINEAR_GATE_CHANNEL = 2, /* gate {H, L, d_key}: one decay per key channel */
+} lm_linear_gate;
+
+typedef struct lm_linear_f64 {
+    size_t heads, length, d_key, d_value;
+    lm_linear_feature feature;
+    bool normalize;
+    lm_linear_gate gate_kind;
+    const double *q, *k; /* {H, L, d_key} */
+    const double *v;     /* {H, L, d_value} */
+    const double *gate;  /* {H, L} or {H, L, d_key} or NULL (gate none) */
+    const double *s0;    /* {H, d_key, d_value} or NULL (zero) */
+    const double *z0;    /* {H, d_key} or NULL (zero); normalized form */
+    double *y;           /* {H, L, d_value} */
+    double *s_final;     /* {H, d_key, d_value} or NULL */
+    double *z_final;     /* {H, d_key} or NULL */
+} lm_linear_f64;
+
+typedef struct lm_linear_f32 {
+    size_t heads, length, d_key, d_value;
+    lm_linear_feature feature;
+    bool normalize;
+    lm_linear_gate gate_kind;
+    const float *q, *k;  /* {H, L, d_key} */
+    const float *v;      /* {H, L, d_value} */
+    const float *gate;   /* {H, L} or {H, L, d_key} or NULL */
+    const float *s0;     /* {H, d_key, d_value} or NULL */
+    const float *z0;     /* {H, d_key} or NULL */
+    float *y;            /* {H, L, d_value} */
+    float *s_final;      /* {H, d_key, d_value} or NULL; may alias s0 */
+    float *z_final;      /* {H, d_key} or NULL; may alias z0 */
+    /* Scalar gate given by its logarithm instead ({H, L}, every entry <= 0; used when
+     * gate_kind is LM_LINEAR_GATE_SCALAR and gate is NULL): the SSD form, where
+     * log a_t = delta_t * A can be far below the float32 exp range. */
+    const float *log_gate;
+} lm_linear_f32;
+
+/* Float64 oracle, token by token. Errors: LM_ERR_SHAPE (a size 0, NULL q/k/v/y, a gate
+ * kind without its array), LM_ERR_NONFINITE naming the array, LM_ERR_DOMAIN ("gate must
+ * lie in (0, 1]"), LM_ERR_NUMERIC (a normalized row whose denominator is not positive:
+ * only possible with the identity feature, which the normalized form rejects: LM_ERR_ARG
+ * "normalize needs feature elu1"). */
+lm_status lm_linear_gated_f64_ref(const lm_linear_f64 *p, lm_error *err);
+
+/* Floats of workspace one head of the chunked kernel needs at chunk size `chunk`. */
+size_t lm_linear_chunk_work_floats(const lm_linear_f32 *p, size_t chunk);
+
+/* Fast kernels, one head: recurrent (chunk ignored, work unused) or chunked; work holds
+ * lm_linear_chunk_work_floats(p, chunk) floats, 64-byte aligned. No allocation. */
+typedef void (*lm_linear_head_f32_fn)(const lm_linear_f32 *p, size_t head, size_t chunk,
+                                      float *work);
+void lm_linear_recurrent_f32_scalar(const lm_linear_f32 *p, size_t head, size_t chunk,
+                                    float *work);
+void lm_linear_recurrent_f32_avx2(const lm_linear_f32 *p, size_t head, size_t chunk,
+                                  float *work);
+void lm_linear_recurrent_f32_avx512(const lm_linear_f32 *p, size_t head, size_t chunk,
+                                    float *work);
+void lm_linear_recurrent_f32_neon(const lm_linear_f32 *p, size_t head, size_t chunk,
+                                  float *work);
+void lm_linear_chunked_f32_scalar(const lm_linear_f32 *p, size_t head, size_t chunk,
+                                  float *work);
+void lm_linear_chunked_f32_avx2(const lm_linear_f32 *p, size_t head, size_t chunk,
+                                float *work);
+void lm_linear_chunked_f32_avx512(const lm_linear_f32 *p, size_t head, size_t chunk,
+                                  float *work);
+void lm_linear_chunked_f32_neon(const lm_linear_f32 *p, size_t head, size_t chunk,
+                                float *work);
+
+/* The operator: validates (sizes, arrays, normalize needs elu1, chunk > 0 when chunked,
+ * gates in (0, 1]: LM_ERR_DOMAIN), then runs `kernel` (NULL: the active ISA's recurrent
+ * or chunked kernel by `chunked`) over the heads with OpenMP, one workspace per thread. */
+lm_status lm_linear_attention_f32(lm_linear_head_f32_fn kernel, bool chunked,
+                                  const lm_linear_f32 *p, size_t chunk, lm_error *err);
+
 #endif

@@ -1,16 +1,6 @@
 /* Float64 oracle for causal additive linear attention, sequential and chunked. */
 #include "linear.h"
-
-#include <math.h>
-
-static lm_status require_finite(const double *values, size_t count, const char *name,
-                                lm_error *err)
-{
-    for (size_t i = 0; i < count; i++)
-        if (!isfinite(values[i]))
-            return lm_fail(err, LM_ERR_NONFINITE, "%s must contain only finite values", name);
-    return LM_OK;
-}
+#include "lm_validate.h"
 
 static lm_status validate_qkv(const double *q, size_t q_width, const double *k, size_t k_width,
                               const double *v, size_t value_width, size_t steps, lm_error *err)
@@ -23,9 +13,9 @@ static lm_status validate_qkv(const double *q, size_t q_width, const double *k, 
     if (value_width == 0)
         return lm_fail(err, LM_ERR_SHAPE, "v must be non-empty, got shape [%zu, 0]", steps);
     lm_status status;
-    if ((status = require_finite(q, steps * q_width, "q", err)) != LM_OK ||
-        (status = require_finite(k, steps * k_width, "k", err)) != LM_OK ||
-        (status = require_finite(v, steps * value_width, "v", err)) != LM_OK)
+    if ((status = lm_require_finite_f64("q", q, steps * q_width, err)) != LM_OK ||
+        (status = lm_require_finite_f64("k", k, steps * k_width, err)) != LM_OK ||
+        (status = lm_require_finite_f64("v", v, steps * value_width, err)) != LM_OK)
         return status;
     if (q_width != k_width)
         return lm_fail(err, LM_ERR_SHAPE,
@@ -70,8 +60,8 @@ lm_status lm_linear_additive_chunked_f64_ref(const double *q, size_t q_width,
     lm_status status = validate_qkv(q, q_width, k, k_width, v, value_width, steps, err);
     if (status != LM_OK)
         return status;
-    if (chunk_size == 0)
-        return lm_fail(err, LM_ERR_ARG, "chunk_size must be positive, got 0");
+    if ((status = lm_require_positive_size("chunk_size", chunk_size, err)) != LM_OK)
+        return status;
     const size_t dk = k_width, dv = value_width;
     double *state = lm_alloc(dv * dk * sizeof *state); /* S {d_value, d_key}, zero */
     if (state == NULL)

@@ -1,7 +1,6 @@
 /* Float64 references for the lesson's linear attention with phi = elu + 1. */
 #include "linear.h"
-
-#include "../attention/attention.h"
+#include "lm_validate.h"
 
 #include <math.h>
 #include <string.h>
@@ -18,13 +17,23 @@ static lm_status check_qkv(const double *q, const double *k, const double *v, si
         return lm_fail(err, LM_ERR_ARG, "q, k and v must not be NULL");
     if (n == 0 || d == 0)
         return lm_fail(err, LM_ERR_SHAPE, "q and k must be non-empty, got n=%zu d=%zu", n, d);
-    if (!lm_all_finite_f64(q, n * d))
-        return lm_fail(err, LM_ERR_NONFINITE, "q must contain only finite values");
-    if (!lm_all_finite_f64(k, n * d))
-        return lm_fail(err, LM_ERR_NONFINITE, "k must contain only finite values");
-    if (d_v > 0 && !lm_all_finite_f64(v, n * d_v))
-        return lm_fail(err, LM_ERR_NONFINITE, "v must contain only finite values");
-    return LM_OK;
+    lm_status status = lm_require_finite_f64("q", q, n * d, err);
+    if (status == LM_OK)
+        status = lm_require_finite_f64("k", k, n * d, err);
+    if (status == LM_OK && d_v > 0)
+        status = lm_require_finite_f64("v", v, n * d_v, err);
+    return status;
+}
+
+/* check_qkv for an attention output: out given and values of positive width d_v. */
+static lm_status check_attention(const double *q, const double *k, const double *v, size_t n,
+                                 size_t d, size_t d_v, const double *out, lm_error *err)
+{
+    if (out == NULL)
+        return lm_fail(err, LM_ERR_ARG, "out must not be NULL");
+    if (d_v == 0)
+        return lm_fail(err, LM_ERR_SHAPE, "v must have a positive width d_v");
+    return check_qkv(q, k, v, n, d, d_v, err);
 }
 
 lm_status lm_linear_feature_map_f64_ref(const double *x, size_t count, double *out,
@@ -32,10 +41,9 @@ lm_status lm_linear_feature_map_f64_ref(const double *x, size_t count, double *o
 {
     if (x == NULL || out == NULL)
         return lm_fail(err, LM_ERR_ARG, "x and out must not be NULL");
-    if (count == 0)
-        return lm_fail(err, LM_ERR_SHAPE, "x must be non-empty");
-    if (!lm_all_finite_f64(x, count))
-        return lm_fail(err, LM_ERR_NONFINITE, "x must contain only finite values");
+    lm_status status = lm_require_nonempty_finite_f64("x", x, count, err);
+    if (status != LM_OK)
+        return status;
     for (size_t i = 0; i < count; i++)
         out[i] = phi(x[i]);
     return LM_OK;
@@ -71,11 +79,7 @@ lm_status lm_linear_feature_quadratic_f64_ref(const double *q, const double *k,
                                               const double *v, size_t n, size_t d,
                                               size_t d_v, double *out, lm_error *err)
 {
-    if (out == NULL)
-        return lm_fail(err, LM_ERR_ARG, "out must not be NULL");
-    if (d_v == 0)
-        return lm_fail(err, LM_ERR_SHAPE, "v must have a positive width d_v");
-    lm_status status = check_qkv(q, k, v, n, d, d_v, err);
+    lm_status status = check_attention(q, k, v, n, d, d_v, out, err);
     if (status != LM_OK)
         return status;
     double *weights = lm_alloc(n * n * sizeof *weights); /* {n, n} */
@@ -99,11 +103,7 @@ lm_status lm_linear_feature_recurrent_f64_ref(const double *q, const double *k,
                                               size_t d_v, double *out, double *s_final,
                                               double *z_final, lm_error *err)
 {
-    if (out == NULL)
-        return lm_fail(err, LM_ERR_ARG, "out must not be NULL");
-    if (d_v == 0)
-        return lm_fail(err, LM_ERR_SHAPE, "v must have a positive width d_v");
-    lm_status status = check_qkv(q, k, v, n, d, d_v, err);
+    lm_status status = check_attention(q, k, v, n, d, d_v, out, err);
     if (status != LM_OK)
         return status;
     double *s = lm_alloc(d * d_v * sizeof *s);       /* {d, d_v}: the pot */

@@ -1,16 +1,6 @@
 /* Float64 oracle for elementwise affine composition and the affine scan. */
 #include "scan.h"
-
-#include <math.h>
-
-static lm_status require_finite(const double *values, size_t count, const char *name,
-                                lm_error *err)
-{
-    for (size_t i = 0; i < count; i++)
-        if (!isfinite(values[i]))
-            return lm_fail(err, LM_ERR_NONFINITE, "%s must contain only finite values", name);
-    return LM_OK;
-}
+#include "lm_validate.h"
 
 lm_status lm_scan_compose_affine_f64_ref(const double *later_multiplier,
                                          const double *later_bias,
@@ -21,11 +11,14 @@ lm_status lm_scan_compose_affine_f64_ref(const double *later_multiplier,
 {
     if (width == 0)
         return lm_fail(err, LM_ERR_SHAPE, "affine components must be non-empty [d_state]");
-    lm_status status;
-    if ((status = require_finite(later_multiplier, width, "later.multiplier", err)) != LM_OK ||
-        (status = require_finite(later_bias, width, "later.bias", err)) != LM_OK ||
-        (status = require_finite(earlier_multiplier, width, "earlier.multiplier", err)) != LM_OK ||
-        (status = require_finite(earlier_bias, width, "earlier.bias", err)) != LM_OK)
+    lm_status status = lm_require_finite_f64("later.multiplier", later_multiplier, width, err);
+    if (status == LM_OK)
+        status = lm_require_finite_f64("later.bias", later_bias, width, err);
+    if (status == LM_OK)
+        status = lm_require_finite_f64("earlier.multiplier", earlier_multiplier, width, err);
+    if (status == LM_OK)
+        status = lm_require_finite_f64("earlier.bias", earlier_bias, width, err);
+    if (status != LM_OK)
         return status;
     for (size_t i = 0; i < width; i++) {
         out_multiplier[i] = later_multiplier[i] * earlier_multiplier[i];
@@ -41,12 +34,11 @@ static lm_status validate_scan(const double *multipliers, const double *biases, 
         return lm_fail(err, LM_ERR_SHAPE, "multipliers must be non-empty, got shape [%zu, %zu]",
                        steps, width);
     lm_status status;
-    if ((status = require_finite(multipliers, steps * width, "multipliers", err)) != LM_OK ||
-        (status = require_finite(biases, steps * width, "biases", err)) != LM_OK)
+    if ((status = lm_require_finite_f64("multipliers", multipliers, steps * width, err)) != LM_OK ||
+        (status = lm_require_finite_f64("biases", biases, steps * width, err)) != LM_OK)
         return status;
-    if (initial_state != NULL &&
-        (status = require_finite(initial_state, width, "initial_state", err)) != LM_OK)
-        return status;
+    if (initial_state != NULL)
+        return lm_require_finite_f64("initial_state", initial_state, width, err);
     return LM_OK;
 }
 
@@ -76,8 +68,8 @@ lm_status lm_scan_affine_chunked_f64_ref(const double *multipliers, const double
     lm_status status = validate_scan(multipliers, biases, steps, width, initial_state, err);
     if (status != LM_OK)
         return status;
-    if (chunk_size == 0)
-        return lm_fail(err, LM_ERR_ARG, "chunk_size must be positive, got 0");
+    if ((status = lm_require_positive_size("chunk_size", chunk_size, err)) != LM_OK)
+        return status;
 
     for (size_t start = 0; start < steps; start += chunk_size) {
         size_t end = steps - start < chunk_size ? steps : start + chunk_size;

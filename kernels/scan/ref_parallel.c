@@ -1,8 +1,8 @@
 /* Float64 references for the parallel scans of an affine recurrence (lesson section 5)
  * and the seed-003 exercise and demo that compare them with sequential evaluation. */
 #include "scan.h"
-
-#include "../attention/attention.h"
+#include "lm_reduce.h"
+#include "lm_validate.h"
 
 #include <math.h>
 #include <string.h>
@@ -13,11 +13,10 @@ static lm_status check_steps(const double *a, const double *b, size_t steps, lm_
         return lm_fail(err, LM_ERR_ARG, "a and b must not be NULL");
     if (steps == 0)
         return lm_fail(err, LM_ERR_SHAPE, "a and b must be non-empty");
-    if (!lm_all_finite_f64(a, steps))
-        return lm_fail(err, LM_ERR_NONFINITE, "a must contain only finite values");
-    if (!lm_all_finite_f64(b, steps))
-        return lm_fail(err, LM_ERR_NONFINITE, "b must contain only finite values");
-    return LM_OK;
+    lm_status status = lm_require_finite_f64("a", a, steps, err);
+    if (status == LM_OK)
+        status = lm_require_finite_f64("b", b, steps, err);
+    return status;
 }
 
 lm_status lm_scan_hillis_steele_f64_ref(const double *a, const double *b, size_t steps,
@@ -117,22 +116,23 @@ lm_status lm_scan_parallel_columns_f64_ref(lm_scan_method method, const double *
                        steps, width);
     if (method != LM_SCAN_HILLIS_STEELE && method != LM_SCAN_BLELLOCH)
         return lm_fail(err, LM_ERR_ARG, "method must be LM_SCAN_HILLIS_STEELE or LM_SCAN_BLELLOCH");
-    if (initial_state != NULL && !lm_all_finite_f64(initial_state, width))
-        return lm_fail(err, LM_ERR_NONFINITE, "initial_state must contain only finite values");
+    lm_status status = LM_OK;
+    if (initial_state != NULL)
+        status = lm_require_finite_f64("initial_state", initial_state, width, err);
+    if (status != LM_OK)
+        return status;
     double *column = lm_alloc(3 * steps * sizeof *column); /* a, b, states of one column */
     if (column == NULL)
         return lm_fail(err, LM_ERR_NOMEM, "scan column of %zu steps", steps);
-    lm_status status = LM_OK;
     for (size_t c = 0; c < width && status == LM_OK; c++) {
         double *ca = column, *cb = column + steps, *cs = column + 2 * steps;
         for (size_t t = 0; t < steps; t++) {
             ca[t] = multipliers[t * width + c];
             cb[t] = biases[t * width + c];
         }
-        if (!lm_all_finite_f64(ca, steps)) {
-            status = lm_fail(err, LM_ERR_NONFINITE, "multipliers must contain only finite values");
+        status = lm_require_finite_f64("multipliers", ca, steps, err);
+        if (status != LM_OK)
             break;
-        }
         if (initial_state != NULL)
             cb[0] = ca[0] * initial_state[c] + cb[0];
         size_t rounds;
@@ -146,17 +146,6 @@ lm_status lm_scan_parallel_columns_f64_ref(lm_scan_method method, const double *
     }
     lm_free(column);
     return status;
-}
-
-static double max_abs_diff(const double *x, const double *y, size_t count)
-{
-    double worst = 0.0;
-    for (size_t i = 0; i < count; i++) {
-        double d = fabs(x[i] - y[i]);
-        if (!(d <= worst))
-            worst = d; /* a NaN difference wins */
-    }
-    return worst;
 }
 
 lm_status lm_scan_parallel_prefix_exercise(uint64_t seed, const size_t *lengths, size_t count,
@@ -194,8 +183,8 @@ lm_status lm_scan_parallel_prefix_exercise(uint64_t seed, const size_t *lengths,
             status = lm_scan_parallel_columns_f64_ref(LM_SCAN_BLELLOCH, a, b, steps, width, h0,
                                                       bl, err);
         if (status == LM_OK) {
-            hillis_diff[i] = max_abs_diff(hs, seq, cells);
-            blelloch_diff[i] = max_abs_diff(bl, seq, cells);
+            hillis_diff[i] = lm_max_abs_diff_f64(hs, seq, cells);
+            blelloch_diff[i] = lm_max_abs_diff_f64(bl, seq, cells);
         }
         lm_free(buf);
     }
@@ -233,7 +222,7 @@ lm_status lm_scan_chunk_boundary_demo(uint64_t seed, size_t steps, size_t width,
         status = lm_scan_affine_chunked_f64_ref(a, b, steps, width, chunk_sizes[i], h0, actual,
                                                 err);
         if (status == LM_OK)
-            chunk_errors[i] = max_abs_diff(actual, expected, cells);
+            chunk_errors[i] = lm_max_abs_diff_f64(actual, expected, cells);
     }
     /* the wrong control: every chunk restarts from zero, losing h0 and the carried state */
     for (size_t start = 0; start < steps && status == LM_OK; start += reset_chunk) {
@@ -242,7 +231,7 @@ lm_status lm_scan_chunk_boundary_demo(uint64_t seed, size_t steps, size_t width,
                                                    width, NULL, reset + start * width, err);
     }
     if (status == LM_OK)
-        *reset_error = max_abs_diff(reset, expected, cells);
+        *reset_error = lm_max_abs_diff_f64(reset, expected, cells);
     lm_free(buf);
     return status;
 }

@@ -91,4 +91,53 @@ lm_status lm_scan_chunk_boundary_demo(uint64_t seed, size_t steps, size_t width,
                                       double *chunk_errors, double *reset_error,
                                       lm_error *err);
 
+/* ---- float32 fast paths (helper "rec": scalar/avx2/avx512/neon.c, driver.c) -----------
+ * Rows of `width` floats, row-major {steps, width}, vectorized across the width; the time
+ * loop is serial inside a kernel and split into chunks by the driver. */
+
+/* Sequential scan of steps rows: h = a[t] * h + b[t]; out[t] = h.
+ * a, b, out {steps, width}; state {width}: h before the first row on entry, after the last
+ * on return. out may alias b (in place). */
+typedef void (*lm_scan_affine_f32_fn)(const float *a, const float *b, size_t steps,
+                                      size_t width, float *state, float *out);
+/* The composition of steps rows as one affine map h -> prod * h + acc:
+ * prod = a[0] * ... * a[steps-1], acc = the scan of those rows from h = 0.
+ * prod, acc {width} (written). */
+typedef void (*lm_scan_affine_reduce_f32_fn)(const float *a, const float *b, size_t steps,
+                                             size_t width, float *prod, float *acc);
+
+void lm_scan_affine_f32_scalar(const float *a, const float *b, size_t steps, size_t width,
+                               float *state, float *out);
+void lm_scan_affine_f32_avx2(const float *a, const float *b, size_t steps, size_t width,
+                             float *state, float *out);
+void lm_scan_affine_f32_avx512(const float *a, const float *b, size_t steps, size_t width,
+                               float *state, float *out);
+void lm_scan_affine_f32_neon(const float *a, const float *b, size_t steps, size_t width,
+                             float *state, float *out);
+void lm_scan_affine_reduce_f32_scalar(const float *a, const float *b, size_t steps,
+                                      size_t width, float *prod, float *acc);
+void lm_scan_affine_reduce_f32_avx2(const float *a, const float *b, size_t steps,
+                                    size_t width, float *prod, float *acc);
+void lm_scan_affine_reduce_f32_avx512(const float *a, const float *b, size_t steps,
+                                      size_t width, float *prod, float *acc);
+void lm_scan_affine_reduce_f32_neon(const float *a, const float *b, size_t steps,
+                                    size_t width, float *prod, float *acc);
+
+/* The operator, h_t = a_t * h_{t-1} + b_t over {steps, width} from initial_state {width}
+ * (NULL = zero) into states {steps, width}; final_state {width} (NULL = not wanted).
+ * chunk == 0 is rejected (LM_ERR_ARG "chunk must be positive"). With parts == 1 it is one
+ * sequential kernel call. Otherwise time is cut into tiles of parts * chunk rows; inside
+ * a tile, in one OpenMP region: (1) every part reduces its chunk to (prod, acc) in
+ * parallel, (2) one thread carries the state across the parts (start[i+1] = prod[i] *
+ * start[i] + acc[i]), (3) every part scans its chunk from its true start in parallel
+ * (re-reading a and b while they are still in cache). parts is the algorithm's split (the
+ * result depends on it only through rounding); the OpenMP team is min(parts, the thread
+ * budget), each thread taking every team-th part. parts == 0 takes the OpenMP maximum
+ * thread count. LM_ERR_SHAPE for a zero size or NULL array, LM_ERR_NOMEM for the
+ * per-part workspace (allocated once per call). kernel/reduce NULL: the active ISA's. */
+lm_status lm_scan_affine_f32(lm_scan_affine_f32_fn kernel, lm_scan_affine_reduce_f32_fn reduce,
+                             const float *a, const float *b, size_t steps, size_t width,
+                             const float *initial_state, float *states, float *final_state,
+                             size_t chunk, size_t parts, lm_error *err);
+
 #endif

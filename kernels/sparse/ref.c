@@ -17,6 +17,16 @@ static lm_status check_global(size_t n, size_t w, const size_t *global_tokens,
     return LM_OK;
 }
 
+/* n >= 1 tokens and a stride >= 1. */
+static lm_status check_strided(size_t n, size_t stride, lm_error *err)
+{
+    if (n == 0)
+        return lm_fail(err, LM_ERR_SHAPE, "n must be positive");
+    if (stride == 0)
+        return lm_fail(err, LM_ERR_ARG, "stride must be positive");
+    return LM_OK;
+}
+
 static bool is_global(size_t token, const size_t *global_tokens, size_t n_global)
 {
     for (size_t g = 0; g < n_global; g++)
@@ -75,10 +85,9 @@ lm_status lm_sparse_strided_mask(size_t n, size_t stride, uint8_t *mask, lm_erro
 {
     if (mask == NULL)
         return lm_fail(err, LM_ERR_ARG, "mask must not be NULL");
-    if (n == 0)
-        return lm_fail(err, LM_ERR_SHAPE, "n must be positive");
-    if (stride == 0)
-        return lm_fail(err, LM_ERR_ARG, "stride must be positive");
+    lm_status status = check_strided(n, stride, err);
+    if (status != LM_OK)
+        return status;
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < n; j++)
             mask[i * n + j] = strided_pair(i, j, stride);
@@ -89,10 +98,9 @@ lm_status lm_sparse_strided_pairs(size_t n, size_t stride, uint64_t *pairs, lm_e
 {
     if (pairs == NULL)
         return lm_fail(err, LM_ERR_ARG, "pairs must not be NULL");
-    if (n == 0)
-        return lm_fail(err, LM_ERR_SHAPE, "n must be positive");
-    if (stride == 0)
-        return lm_fail(err, LM_ERR_ARG, "stride must be positive");
+    lm_status status = check_strided(n, stride, err);
+    if (status != LM_OK)
+        return status;
     uint64_t count = 0;
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j <= i; j++)

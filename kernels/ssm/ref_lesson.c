@@ -2,8 +2,7 @@
  * loop and as a convolution, zero-order hold for one channel, softplus step sizes, the
  * one-channel selective SSM and the recall task. */
 #include "ssm.h"
-
-#include "../attention/attention.h"
+#include "lm_validate.h"
 
 #include <math.h>
 #include <string.h>
@@ -15,13 +14,12 @@ static lm_status check_system(const double *a, const double *b, const double *c,
         return lm_fail(err, LM_ERR_ARG, "A, B and C must not be NULL");
     if (n_state == 0)
         return lm_fail(err, LM_ERR_SHAPE, "the state size N must be positive");
-    if (!lm_all_finite_f64(a, n_state * n_state))
-        return lm_fail(err, LM_ERR_NONFINITE, "A must contain only finite values");
-    if (!lm_all_finite_f64(b, n_state))
-        return lm_fail(err, LM_ERR_NONFINITE, "B must contain only finite values");
-    if (!lm_all_finite_f64(c, n_state))
-        return lm_fail(err, LM_ERR_NONFINITE, "C must contain only finite values");
-    return LM_OK;
+    lm_status status = lm_require_finite_f64("A", a, n_state * n_state, err);
+    if (status == LM_OK)
+        status = lm_require_finite_f64("B", b, n_state, err);
+    if (status == LM_OK)
+        status = lm_require_finite_f64("C", c, n_state, err);
+    return status;
 }
 
 static lm_status check_sequence(const char *name, const double *x, size_t steps,
@@ -29,11 +27,7 @@ static lm_status check_sequence(const char *name, const double *x, size_t steps,
 {
     if (x == NULL)
         return lm_fail(err, LM_ERR_ARG, "%s must not be NULL", name);
-    if (steps == 0)
-        return lm_fail(err, LM_ERR_SHAPE, "%s must be non-empty", name);
-    if (!lm_all_finite_f64(x, steps))
-        return lm_fail(err, LM_ERR_NONFINITE, "%s must contain only finite values", name);
-    return LM_OK;
+    return lm_require_nonempty_finite_f64(name, x, steps, err);
 }
 
 lm_status lm_ssm_lesson_recurrent_f64_ref(const double *x, size_t steps, const double *a,

@@ -2,18 +2,9 @@
  * (seed 003, section 1). Written for clarity: every input is validated with a message
  * that names it, as the notebook's _finite_array / _positive_real do. */
 #include "ssm.h"
+#include "lm_validate.h"
 
 #include <math.h>
-
-/* LM_ERR_NONFINITE when values[0..count) holds NaN or Inf. */
-static lm_status require_finite(const double *values, size_t count, const char *name,
-                                lm_error *err)
-{
-    for (size_t i = 0; i < count; i++)
-        if (!isfinite(values[i]))
-            return lm_fail(err, LM_ERR_NONFINITE, "%s must contain only finite values", name);
-    return LM_OK;
-}
 
 /* The stable lesson model: every continuous mode a[i] <= 0. */
 static lm_status require_stable(const double *a, size_t d_state, lm_error *err)
@@ -37,25 +28,21 @@ lm_status lm_ssm_zoh_discretize_f64_ref(const double *a, size_t d_state, const d
                                         double *transition, double *input_matrix,
                                         lm_error *err)
 {
-    if (d_state == 0)
-        return lm_fail(err, LM_ERR_SHAPE, "continuous_a must be non-empty");
-    lm_status status = require_finite(a, d_state, "continuous_a", err);
+    lm_status status = lm_require_nonempty_finite_f64("continuous_a", a, d_state, err);
     if (status != LM_OK)
         return status;
     if ((status = require_stable(a, d_state, err)) != LM_OK)
         return status;
     if (b_rows == 0 || d_input == 0)
         return lm_fail(err, LM_ERR_SHAPE, "continuous_b must be non-empty");
-    if ((status = require_finite(b, b_rows * d_input, "continuous_b", err)) != LM_OK)
+    if ((status = lm_require_finite_f64("continuous_b", b, b_rows * d_input, err)) != LM_OK)
         return status;
     if (b_rows != d_state)
         return lm_fail(err, LM_ERR_SHAPE,
                        "continuous_b must have shape [d_state, d_input], got [%zu, %zu] "
                        "with d_state = %zu", b_rows, d_input, d_state);
-    if (!isfinite(delta))
-        return lm_fail(err, LM_ERR_NONFINITE, "delta must be finite");
-    if (delta <= 0.0)
-        return lm_fail(err, LM_ERR_ARG, "delta must be positive, got %g", delta);
+    if ((status = lm_require_positive_f64("delta", delta, err)) != LM_OK)
+        return status;
 
     for (size_t i = 0; i < d_state; i++) {
         double factor = zoh_input_factor(a[i], delta);
@@ -81,26 +68,25 @@ static lm_status validate_scan(const lm_ssm_system *s, const double *inputs, siz
                                size_t input_width, const double *deltas, size_t delta_steps,
                                const double *initial_state, lm_error *err)
 {
-    lm_status status;
-    if (s->d_state == 0)
-        return lm_fail(err, LM_ERR_SHAPE, "continuous_a must be non-empty");
-    if ((status = require_finite(s->a, s->d_state, "continuous_a", err)) != LM_OK)
+    lm_status status = lm_require_nonempty_finite_f64("continuous_a", s->a, s->d_state, err);
+    if (status != LM_OK)
         return status;
     if (s->b_rows == 0 || s->d_input == 0)
         return lm_fail(err, LM_ERR_SHAPE, "continuous_b must be non-empty");
-    if ((status = require_finite(s->b, s->b_rows * s->d_input, "continuous_b", err)) != LM_OK)
+    status = lm_require_finite_f64("continuous_b", s->b, s->b_rows * s->d_input, err);
+    if (status != LM_OK)
         return status;
     if (s->d_output == 0 || s->c_cols == 0)
         return lm_fail(err, LM_ERR_SHAPE, "output_c must be non-empty");
-    if ((status = require_finite(s->c, s->d_output * s->c_cols, "output_c", err)) != LM_OK)
+    if ((status = lm_require_finite_f64("output_c", s->c, s->d_output * s->c_cols, err)) != LM_OK)
         return status;
     if (steps == 0 || input_width == 0)
         return lm_fail(err, LM_ERR_SHAPE, "inputs must be non-empty (an empty sequence)");
-    if ((status = require_finite(inputs, steps * input_width, "inputs", err)) != LM_OK)
+    if ((status = lm_require_finite_f64("inputs", inputs, steps * input_width, err)) != LM_OK)
         return status;
     if (delta_steps == 0)
         return lm_fail(err, LM_ERR_SHAPE, "deltas must be non-empty (an empty sequence)");
-    if ((status = require_finite(deltas, delta_steps, "deltas", err)) != LM_OK)
+    if ((status = lm_require_finite_f64("deltas", deltas, delta_steps, err)) != LM_OK)
         return status;
     if (s->b_rows != s->d_state)
         return lm_fail(err, LM_ERR_SHAPE, "continuous_b must have shape [d_state, d_input]");
@@ -119,9 +105,8 @@ static lm_status validate_scan(const lm_ssm_system *s, const double *inputs, siz
                            t, deltas[t]);
     if ((status = require_stable(s->a, s->d_state, err)) != LM_OK)
         return status;
-    if (initial_state != NULL &&
-        (status = require_finite(initial_state, s->d_state, "initial_state", err)) != LM_OK)
-        return status;
+    if (initial_state != NULL)
+        return lm_require_finite_f64("initial_state", initial_state, s->d_state, err);
     return LM_OK;
 }
 

@@ -5,6 +5,7 @@
 #define LONGMIX_SSM_H
 
 #include "longmix.h"
+#include "../linear/linear.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -141,8 +142,8 @@ lm_status lm_ssm_mamba1_scan_f32_with(lm_ssm_mamba1_scan_f32_fn kernel,
 
 /* Decode step: one token per batch row, state updated in place. p->length must be 1 and
  * p->h0 == p->h_final (the state {B, D, N}); x, delta_raw, z, y are {B, D}, b and c {B, N}.
- * The same kernel as the scan (a one-token scan); LM_ERR_ARG when length != 1 or the state
- * is not shared. */
+ * The same kernel as the scan (a one-token scan; kernel NULL: the active ISA's); LM_ERR_ARG
+ * when length != 1 or the state is not shared. */
 lm_status lm_ssm_mamba1_decode_f32(lm_ssm_mamba1_scan_f32_fn kernel,
                                    const lm_ssm_mamba1_f32 *p, lm_error *err);
 
@@ -211,5 +212,53 @@ lm_status lm_ssm_best_time_invariant_recall(const double *values, size_t steps,
                                             double b, double c, size_t *best_index,
                                             double *best_delta, double *best_value,
                                             lm_error *err);
+
+/* ---- Mamba-2 SSD (kernels/ssm/ref_ssd.c, driver_ssd.c; the chunked and recurrent
+ *      kernels are the linear-attention kernels of kernels/linear/) -------------------------
+ * Per batch row, head h (group g = h / (H / G)), token t; head_dim P, state N:
+ *   delta_t = softplus(dt_raw[t,h] + dt_bias[h]),  abar_t = exp(delta_t * A[h])  (A[h] <= 0)
+ *   S_t     = abar_t S_{t-1} + delta_t x_t B_t^T          S {P, N}, x_t {P}, B_t, C_t {N}
+ *   y_t     = S_t C_t + skip[h] x_t
+ * This is linear attention with q = C_t, k = delta_t B_t, v = x_t and the scalar gate
+ * abar_t given by its logarithm delta_t A[h]: the chunked SSD form (intra-chunk products
+ * masked by exp(segment sums of delta A), inter-chunk state passing) is the chunked
+ * linear-attention kernel, and the recurrent scan its recurrent kernel. */
+typedef struct lm_ssm_ssd_f64 {
+    size_t batch, length, heads, head_dim, groups, state; /* B, L, H, P, G, N */
+    const double *x;       /* {B, L, H, P} */
+    const double *dt_raw;  /* {B, L, H} before bias and softplus */
+    const double *dt_bias; /* {H} or NULL */
+    const double *a;       /* {H}, every entry <= 0 */
+    const double *b;       /* {B, L, G, N} */
+    const double *c;       /* {B, L, G, N} */
+    const double *skip;    /* {H} or NULL */
+    const double *h0;      /* {B, H, P, N} or NULL */
+    double *y;             /* {B, L, H, P} */
+    double *h_final;       /* {B, H, P, N} or NULL; may alias h0 */
+} lm_ssm_ssd_f64;
+
+typedef struct lm_ssm_ssd_f32 {
+    size_t batch, length, heads, head_dim, groups, state;
+    const float *x, *dt_raw, *dt_bias, *a, *b, *c, *skip, *h0; /* as in lm_ssm_ssd_f64 */
+    float *y;
+    float *h_final;
+} lm_ssm_ssd_f32;
+
+/* Float64 oracle (token by token). LM_ERR_SHAPE (a size 0, heads not a multiple of
+ * groups, a required array NULL), LM_ERR_NONFINITE, LM_ERR_DOMAIN ("a must be
+ * non-positive ..."). */
+lm_status lm_ssm_ssd_f64_ref(const lm_ssm_ssd_f64 *p, lm_error *err);
+
+/* The operator: checks p (as the oracle, without scanning token data), then for every
+ * (batch row, head) gathers q, k, v and the log-gate into a per-thread workspace and runs
+ * `kernel` (NULL: the active ISA's chunked kernel when chunked, recurrent otherwise).
+ * chunk 0 is LM_ERR_ARG when chunked. */
+lm_status lm_ssm_ssd_scan_f32(lm_linear_head_f32_fn kernel, bool chunked,
+                              const lm_ssm_ssd_f32 *p, size_t chunk, lm_error *err);
+
+/* Decode step: length must be 1 and h0 == h_final (the state {B, H, P, N} updated in
+ * place); x, y {B, H, P}, dt_raw {B, H}, b, c {B, G, N}. Direct loops over the state
+ * (no transposition), OpenMP over (batch row, head) when the state is large. */
+lm_status lm_ssm_ssd_decode_f32(const lm_ssm_ssd_f32 *p, lm_error *err);
 
 #endif

@@ -2,18 +2,34 @@
 #include "window.h"
 
 #include "../attention/attention.h"
+#include "lm_validate.h"
 
 #include <math.h>
 #include <string.h>
+
+/* w >= 1: a window reads at least the token itself. */
+static lm_status require_window(uint64_t w, lm_error *err)
+{
+    if (w == 0)
+        return lm_fail(err, LM_ERR_ARG, "w must be positive (a window reads itself)");
+    return LM_OK;
+}
+
+/* n >= 1 tokens, then a valid window w. */
+static lm_status require_tokens_and_window(uint64_t n, uint64_t w, lm_error *err)
+{
+    if (n == 0)
+        return lm_fail(err, LM_ERR_SHAPE, "n must be positive");
+    return require_window(w, err);
+}
 
 lm_status lm_window_mask(size_t n, size_t w, uint8_t *mask, lm_error *err)
 {
     if (mask == NULL)
         return lm_fail(err, LM_ERR_ARG, "mask must not be NULL");
-    if (n == 0)
-        return lm_fail(err, LM_ERR_SHAPE, "n must be positive");
-    if (w == 0)
-        return lm_fail(err, LM_ERR_ARG, "w must be positive (a window reads itself)");
+    lm_status status = require_tokens_and_window(n, w, err);
+    if (status != LM_OK)
+        return status;
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < n; j++)
             mask[i * n + j] = j <= i && i - j < w; /* never the future, at most w - 1 back */
@@ -38,10 +54,9 @@ lm_status lm_window_pairs(uint64_t n, uint64_t w, uint64_t *pairs, lm_error *err
 {
     if (pairs == NULL)
         return lm_fail(err, LM_ERR_ARG, "pairs must not be NULL");
-    if (n == 0)
-        return lm_fail(err, LM_ERR_SHAPE, "n must be positive");
-    if (w == 0)
-        return lm_fail(err, LM_ERR_ARG, "w must be positive (a window reads itself)");
+    lm_status status = require_tokens_and_window(n, w, err);
+    if (status != LM_OK)
+        return status;
     if (n > UINT64_C(4000000000))
         return lm_fail(err, LM_ERR_ARG, "n must be at most 4e9 so the count fits 64 bits");
     uint64_t ramp = w < n ? w : n; /* rows 0..ramp-1 read i + 1 keys */
@@ -54,10 +69,9 @@ lm_status lm_window_receptive_field(size_t n, size_t w, size_t layers, uint8_t *
 {
     if (heard == NULL)
         return lm_fail(err, LM_ERR_ARG, "heard must not be NULL");
-    if (n == 0)
-        return lm_fail(err, LM_ERR_SHAPE, "n must be positive");
-    if (w == 0)
-        return lm_fail(err, LM_ERR_ARG, "w must be positive (a window reads itself)");
+    lm_status status = require_tokens_and_window(n, w, err);
+    if (status != LM_OK)
+        return status;
     uint8_t *step = lm_alloc(n * n), *next = lm_alloc(n * n);
     if (step == NULL || next == NULL) {
         lm_free(step);
@@ -88,8 +102,9 @@ lm_status lm_window_reach(uint64_t w, uint64_t layers, uint64_t *reach, lm_error
 {
     if (reach == NULL)
         return lm_fail(err, LM_ERR_ARG, "reach must not be NULL");
-    if (w == 0)
-        return lm_fail(err, LM_ERR_ARG, "w must be positive (a window reads itself)");
+    lm_status status = require_window(w, err);
+    if (status != LM_OK)
+        return status;
     if (layers != 0 && w - 1 > UINT64_MAX / layers)
         return lm_fail(err, LM_ERR_ARG, "layers * (w - 1) must fit 64 bits");
     *reach = layers * (w - 1);
@@ -110,8 +125,9 @@ lm_status lm_window_rolling_slots(size_t w, size_t last_token, int64_t *slots, l
 {
     if (slots == NULL)
         return lm_fail(err, LM_ERR_ARG, "slots must not be NULL");
-    if (w == 0)
-        return lm_fail(err, LM_ERR_ARG, "w must be positive (a window reads itself)");
+    lm_status status = require_window(w, err);
+    if (status != LM_OK)
+        return status;
     for (size_t s = 0; s < w; s++)
         slots[s] = -1;
     for (size_t t = 0; t <= last_token; t++)
@@ -128,14 +144,12 @@ lm_status lm_window_decode_f64_ref(const double *q, const double *k, const doubl
     if (n == 0 || d == 0 || d_v == 0)
         return lm_fail(err, LM_ERR_SHAPE, "extents must be positive, got n=%zu d=%zu d_v=%zu",
                        n, d, d_v);
-    if (w == 0)
-        return lm_fail(err, LM_ERR_ARG, "w must be positive (a window reads itself)");
-    if (!lm_all_finite_f64(q, n * d))
-        return lm_fail(err, LM_ERR_NONFINITE, "q must contain only finite values");
-    if (!lm_all_finite_f64(k, n * d))
-        return lm_fail(err, LM_ERR_NONFINITE, "k must contain only finite values");
-    if (!lm_all_finite_f64(v, n * d_v))
-        return lm_fail(err, LM_ERR_NONFINITE, "v must contain only finite values");
+    lm_status status;
+    if ((status = require_window(w, err)) != LM_OK ||
+        (status = lm_require_finite_f64("q", q, n * d, err)) != LM_OK ||
+        (status = lm_require_finite_f64("k", k, n * d, err)) != LM_OK ||
+        (status = lm_require_finite_f64("v", v, n * d_v, err)) != LM_OK)
+        return status;
     size_t slots = w < n ? w : n; /* the buffer: never more than w entries */
     double *keys = lm_alloc(slots * d * sizeof *keys);     /* {slots, d} */
     double *values = lm_alloc(slots * d_v * sizeof *values); /* {slots, d_v} */
@@ -146,7 +160,7 @@ lm_status lm_window_decode_f64_ref(const double *q, const double *k, const doubl
     }
     size_t held = 0;
     *largest_buffer = 0;
-    lm_status status = LM_OK;
+    status = LM_OK;
     for (size_t t = 0; t < n && status == LM_OK; t++) {
         size_t slot = t % w;
         memcpy(keys + slot * d, k + t * d, d * sizeof *keys);

@@ -1,0 +1,115 @@
+/* The bench registry: every measurable kernel as a "bench case" the sweep, crossover and
+ * Google Benchmark shim all run the same way.
+ *
+ * A case turns a configuration into prepared inputs (setup: lm_alloc + lm_rng), runs the
+ * operator once per call (run), verifies what the last run produced (check: a checksum and
+ * the error against a float64 reference, LM_ERR_NUMERIC when the output is wrong), states
+ * the flops and bytes of one run (cost), and frees everything (teardown). Cases live in
+ * harness/bench_registry.c (gemv), bench_attention.c and bench_recurrent.c. */
+#ifndef LONGMIX_BENCH_H
+#define LONGMIX_BENCH_H
+
+#include "longmix.h"
+#include "stats.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One measured configuration. Fields a case does not use keep their canonical value
+ * (0, or the case default) so that duplicate configurations collapse. */
+typedef struct lm_bench_config {
+    lm_isa isa;
+    int threads;
+    char dtype[16]; /* storage type of the main operand: f32, f16, bf16, q8, q4 */
+    int bits;       /* bits per stored value (quantized K/V: 2..8; else the dtype's) */
+    long n_ctx;     /* tokens: cached (decode) or processed (prefill, scans) */
+    long chunk;     /* chunk length of chunked algorithms */
+    long heads, kv_heads, head_dim;
+    long d_inner, d_state;
+    long batch;
+    uint64_t seed;
+} lm_bench_config;
+
+/* Which configuration fields a case reads (the others are set to 0 in its rows). */
+enum {
+    LM_BENCH_USES_CTX = 1u << 0,
+    LM_BENCH_USES_CHUNK = 1u << 1,
+    LM_BENCH_USES_BITS = 1u << 2,
+    LM_BENCH_USES_HEADS = 1u << 3, /* heads, kv_heads, head_dim */
+    LM_BENCH_USES_SSM = 1u << 4,   /* d_inner, d_state */
+    LM_BENCH_USES_BATCH = 1u << 5,
+};
+
+typedef struct lm_bench_case {
+    const char *name;    /* "attn_decode", "mamba1_scan", ... */
+    const char *summary; /* one line for --help and reports */
+    /* What the crossover compares ("decode_attention", "decode_ssm", "prefill_attention",
+     * "prefill_scan", "prefill_linear") or NULL. */
+    const char *role;
+    const char *dtypes; /* comma list of supported dtypes, first is the default */
+    unsigned uses;      /* LM_BENCH_USES_* */
+    lm_bench_config defaults; /* geometry when the caller sets none (isa/threads ignored) */
+    lm_status (*setup)(const lm_bench_config *config, void **state, lm_error *err);
+    lm_status (*run)(void *state, lm_error *err);
+    /* Re-runs once from the initial inputs if the operator updates state in place, then
+     * *checksum = a sum over the outputs and *err_max = max |fast - float64 reference|
+     * (relative to the output scale; -1 when not computed). LM_ERR_NUMERIC when the
+     * output is non-finite or beyond the case's tolerance. */
+    lm_status (*check)(void *state, double *checksum, double *err_max, lm_error *err);
+    void (*cost)(const lm_bench_config *config, double *flops, double *bytes);
+    void (*teardown)(void *state);
+} lm_bench_case;
+
+/* NULL-terminated case lists of each family file. */
+extern const lm_bench_case *const lm_bench_cases_core[];
+extern const lm_bench_case *const lm_bench_cases_attention[];
+extern const lm_bench_case *const lm_bench_cases_recurrent[];
+
+/* All registered cases, in a stable order. */
+size_t lm_bench_count(void);
+const lm_bench_case *lm_bench_at(size_t index);
+/* The case named `name`, or NULL. */
+const lm_bench_case *lm_bench_find(const char *name);
+/* The first case whose role is `role`, or NULL. */
+const lm_bench_case *lm_bench_find_role(const char *role, size_t skip);
+/* True when the case lists dtype. */
+bool lm_bench_supports_dtype(const lm_bench_case *bench, const char *dtype);
+
+/* Fills config with the case's defaults, seed 0, and the active ISA on 1 thread. */
+void lm_bench_default_config(const lm_bench_case *bench, lm_bench_config *config);
+
+/* What one measurement produced. */
+typedef struct lm_bench_result {
+    lm_summary time;  /* seconds per run over the timed repetitions */
+    int reps;
+    long inner;       /* runs per timed repetition (fast kernels repeat to reach ~1 ms) */
+    double flops, bytes;
+    double checksum, err_max;
+    lm_status status; /* LM_OK; LM_ERR_NUMERIC when the check failed; the failing status */
+    char message[LM_ERROR_MESSAGE_SIZE];
+} lm_bench_result;
+
+/* Forces config->isa, sets the OpenMP team to config->threads, sets up, runs one warm-up
+ * (excluded), then `reps` timed repetitions, checks, tears down. Only a setup failure or
+ * an unavailable ISA is returned as an error; a failing run or check is recorded in
+ * result->status with the message. `cancel` (may be NULL) is polled between repetitions:
+ * when it becomes non-zero the measurement stops with LM_ERR_ARG "interrupted". */
+lm_status lm_bench_measure(const lm_bench_case *bench, const lm_bench_config *config, int reps,
+                           volatile const int *cancel, lm_bench_result *result, lm_error *err);
+
+/* ---- helpers for case files ----------------------------------------------------- */
+
+/* count floats from a normal(0, scale) stream of lm_rng seeded with `seed` (NumPy's
+ * default_rng(seed).standard_normal(count) * scale, rounded to float). NULL when out of
+ * memory. Free with lm_free. */
+float *lm_bench_normal_f32(uint64_t seed, size_t count, double scale);
+/* Same, uniform in [low, high). */
+float *lm_bench_uniform_f32(uint64_t seed, size_t count, double low, double high);
+/* Sum of x as double; NaN when any element is not finite. */
+double lm_bench_sum_f32(const float *x, size_t count);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

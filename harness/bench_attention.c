@@ -1,0 +1,749 @@
+/* Bench cases of the attention family (kernels/attention): decode of one token over a KV
+ * cache of n_ctx tokens (f32 / f16 / bf16 storage), and causal prefill of n_ctx tokens.
+ * Defaults are the M8 geometry: 32 query heads, 8 KV heads of 128. Each case checks its
+ * output against a float64 computation written here (every row for decode; three query
+ * rows of every head for prefill, where the full reference would cost more than the run). */
+#include "bench.h"
+
+#include "../kernels/attention/attention.h"
+#include "../kernels/kvquant/kvquant.h"
+#include "../kernels/latent/latent.h"
+#include "../kernels/window/window.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Float64 attention of one query row against rows 0..n-1 of k/v (any storage dtype):
+ * out {d} = sum_j softmax_j(q . k_j * scale) v_j. scores {n} and row {d} are scratch. */
+static void attend_f64(const float *q, const void *k, const void *v, lm_kv_dtype dtype,
+                       size_t n, size_t d, size_t row_stride, double scale, double *scores,
+                       float *row, double *out)
+{
+    size_t size = lm_kv_dtype_size(dtype);
+    double top = -(double)INFINITY;
+    for (size_t j = 0; j < n; j++) {
+        lm_kv_load(dtype, (const char *)k + j * row_stride * size, row, d);
+        double s = 0.0;
+        for (size_t c = 0; c < d; c++)
+            s += (double)q[c] * (double)row[c];
+        scores[j] = s * scale;
+        if (scores[j] > top)
+            top = scores[j];
+    }
+    double total = 0.0;
+    for (size_t c = 0; c < d; c++)
+        out[c] = 0.0;
+    for (size_t j = 0; j < n; j++) {
+        double w = exp(scores[j] - top);
+        total += w;
+        lm_kv_load(dtype, (const char *)v + j * row_stride * size, row, d);
+        for (size_t c = 0; c < d; c++)
+            out[c] += w * (double)row[c];
+    }
+    for (size_t c = 0; c < d; c++)
+        out[c] /= total;
+}
+
+/* |fast - exact| over the row, relative to max(1e-30, max |exact|) of all rows seen. */
+static void row_error(const float *fast, const double *exact, size_t d, double *worst_abs,
+                      double *scale)
+{
+    for (size_t c = 0; c < d; c++) {
+        double e = fabs((double)fast[c] - exact[c]);
+        if (!(e <= *worst_abs))
+            *worst_abs = e;
+        if (fabs(exact[c]) > *scale)
+            *scale = fabs(exact[c]);
+    }
+}
+
+/* ---- decode ------------------------------------------------------------------------ */
+
+typedef struct decode_state {
+    lm_attn_decode_args args;
+    float *q, *o;
+    void *k, *v;
+    size_t *lengths;
+} decode_state;
+
+static void decode_teardown(void *state)
+{
+    decode_state *s = state;
+    if (s == NULL)
+        return;
+    lm_free(s->q), lm_free(s->o), lm_free(s->k), lm_free(s->v), lm_free(s->lengths);
+    free(s);
+}
+
+static lm_status decode_setup(const lm_bench_config *c, void **state, lm_error *err)
+{
+    lm_kv_dtype dtype;
+    lm_status st = lm_kv_dtype_parse(c->dtype, &dtype, err);
+    if (st != LM_OK)
+        return st;
+    if (c->n_ctx < 1 || c->heads < 1 || c->kv_heads < 1 || c->head_dim < 1 || c->batch < 1)
+        return lm_fail(err, LM_ERR_SHAPE, "attn_decode needs positive n_ctx, heads, kv_heads, "
+                                          "head_dim and batch");
+    decode_state *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return lm_fail(err, LM_ERR_NOMEM, "out of memory");
+    size_t b = (size_t)c->batch, h = (size_t)c->heads, g = (size_t)c->kv_heads;
+    size_t d = (size_t)c->head_dim, n = (size_t)c->n_ctx;
+    size_t kv_count = b * g * n * d;
+    s->q = lm_bench_normal_f32(c->seed, b * h * d, 1.0);
+    s->o = lm_alloc(b * h * d * sizeof(float));
+    s->k = lm_alloc(kv_count * lm_kv_dtype_size(dtype));
+    s->v = lm_alloc(kv_count * lm_kv_dtype_size(dtype));
+    s->lengths = lm_alloc(b * sizeof *s->lengths);
+    float *staging = lm_bench_normal_f32(c->seed + 1, kv_count, 1.0);
+    if (staging != NULL && s->k != NULL)
+        lm_kv_store(dtype, staging, s->k, kv_count);
+    lm_free(staging);
+    staging = lm_bench_normal_f32(c->seed + 2, kv_count, 1.0);
+    if (staging != NULL && s->v != NULL)
+        lm_kv_store(dtype, staging, s->v, kv_count);
+    if (staging == NULL || s->q == NULL || s->o == NULL || s->k == NULL || s->v == NULL ||
+        s->lengths == NULL) {
+        lm_free(staging);
+        decode_teardown(s);
+        return lm_fail(err, LM_ERR_NOMEM, "cannot allocate a KV cache of %zu tokens", n);
+    }
+    lm_free(staging);
+    for (size_t i = 0; i < b; i++)
+        s->lengths[i] = n;
+    s->args = (lm_attn_decode_args){.q = s->q, .k = s->k, .v = s->v, .lengths = s->lengths,
+                                    .o = s->o, .batch = b, .heads = h, .kv_heads = g,
+                                    .head_dim = d, .capacity = n, .dtype = dtype};
+    *state = s;
+    return LM_OK;
+}
+
+static lm_status decode_run(void *state, lm_error *err)
+{
+    decode_state *s = state;
+    return lm_attn_decode(&s->args, NULL, err);
+}
+
+static lm_status decode_check(void *state, double *checksum, double *err_max, lm_error *err)
+{
+    decode_state *s = state;
+    const lm_attn_decode_args *a = &s->args;
+    size_t d = a->head_dim, n = a->capacity, group = a->heads / a->kv_heads;
+    size_t size = lm_kv_dtype_size(a->dtype);
+    *checksum = lm_bench_sum_f32(s->o, a->batch * a->heads * d);
+    double *scores = malloc(n * sizeof *scores), *exact = malloc(d * sizeof *exact);
+    float *row = malloc(d * sizeof *row);
+    double worst = 0.0, scale = 1e-30;
+    if (scores == NULL || exact == NULL || row == NULL) {
+        free(scores), free(exact), free(row);
+        *err_max = -1.0;
+        return isfinite(*checksum) ? LM_OK : lm_fail(err, LM_ERR_NUMERIC, "non-finite output");
+    }
+    for (size_t b = 0; b < a->batch; b++)
+        for (size_t h = 0; h < a->heads; h++) {
+            size_t kv = b * a->kv_heads + h / group;
+            const char *k = (const char *)a->k + kv * n * d * size;
+            const char *v = (const char *)a->v + kv * n * d * size;
+            attend_f64(a->q + (b * a->heads + h) * d, k, v, a->dtype, n, d, d,
+                       1.0 / sqrt((double)d), scores, row, exact);
+            row_error(a->o + (b * a->heads + h) * d, exact, d, &worst, &scale);
+        }
+    free(scores), free(exact), free(row);
+    *err_max = worst / scale;
+    if (!isfinite(*checksum) || !(*err_max <= 1e-3))
+        return lm_fail(err, LM_ERR_NUMERIC, "attn_decode output differs from the float64 "
+                                            "reference by %.3g (relative to max |o|)", *err_max);
+    return LM_OK;
+}
+
+static void decode_cost(const lm_bench_config *c, double *flops, double *bytes)
+{
+    double b = (double)c->batch, h = (double)c->heads, g = (double)c->kv_heads;
+    double d = (double)c->head_dim, n = (double)c->n_ctx;
+    double size = strcmp(c->dtype, "f32") == 0 ? 4.0 : 2.0;
+    *flops = 4.0 * b * h * n * d;                             /* q k^T and p v, 2 each */
+    *bytes = 2.0 * b * g * n * d * size + 2.0 * b * h * d * 4.0; /* K, V once; q, o */
+}
+
+static const lm_bench_case attn_decode = {
+    .name = "attn_decode",
+    .summary = "decode: one query token per head over n_ctx cached tokens (GQA, split-KV)",
+    .role = "decode_attention",
+    .dtypes = "f32,f16,bf16",
+    .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_HEADS | LM_BENCH_USES_BATCH,
+    .defaults = {.dtype = "f32", .bits = 32, .n_ctx = 4096, .heads = 32, .kv_heads = 8,
+                 .head_dim = 128, .batch = 1},
+    .setup = decode_setup,
+    .run = decode_run,
+    .check = decode_check,
+    .cost = decode_cost,
+    .teardown = decode_teardown,
+};
+
+/* ---- prefill --------------------------------------------------------------------- */
+
+typedef struct prefill_state {
+    lm_attn_prefill_args args;
+    float *q, *k, *v, *o;
+} prefill_state;
+
+static void prefill_teardown(void *state)
+{
+    prefill_state *s = state;
+    if (s == NULL)
+        return;
+    lm_free(s->q), lm_free(s->k), lm_free(s->v), lm_free(s->o);
+    free(s);
+}
+
+static lm_status prefill_setup_mask(const lm_bench_config *c, void **state, lm_attn_mask mask,
+                                    lm_error *err)
+{
+    if (c->n_ctx < 1 || c->heads < 1 || c->kv_heads < 1 || c->head_dim < 1)
+        return lm_fail(err, LM_ERR_SHAPE, "attn_prefill needs positive n_ctx, heads, kv_heads "
+                                          "and head_dim");
+    prefill_state *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return lm_fail(err, LM_ERR_NOMEM, "out of memory");
+    size_t n = (size_t)c->n_ctx, h = (size_t)c->heads, g = (size_t)c->kv_heads;
+    size_t d = (size_t)c->head_dim;
+    s->q = lm_bench_normal_f32(c->seed, n * h * d, 1.0);
+    s->k = lm_bench_normal_f32(c->seed + 1, n * g * d, 1.0);
+    s->v = lm_bench_normal_f32(c->seed + 2, n * g * d, 1.0);
+    s->o = lm_alloc(n * h * d * sizeof(float));
+    if (s->q == NULL || s->k == NULL || s->v == NULL || s->o == NULL) {
+        prefill_teardown(s);
+        return lm_fail(err, LM_ERR_NOMEM, "cannot allocate a prefill of %zu tokens", n);
+    }
+    s->args = (lm_attn_prefill_args){.q = s->q, .k = s->k, .v = s->v, .o = s->o, .n = n,
+                                     .heads = h, .kv_heads = g, .head_dim = d, .mask = mask,
+                                     .scale = 1.0f / sqrtf((float)d)};
+    *state = s;
+    return LM_OK;
+}
+
+static lm_status prefill_setup(const lm_bench_config *c, void **state, lm_error *err)
+{
+    lm_attn_mask causal = {.kind = LM_ATTN_MASK_CAUSAL};
+    return prefill_setup_mask(c, state, causal, err);
+}
+
+static lm_status prefill_window_setup(const lm_bench_config *c, void **state, lm_error *err)
+{
+    if (c->chunk < 1)
+        return lm_fail(err, LM_ERR_ARG, "attn_prefill_window needs chunk (the window) >= 1");
+    lm_attn_mask window = {.kind = LM_ATTN_MASK_WINDOW, .window = (size_t)c->chunk};
+    return prefill_setup_mask(c, state, window, err);
+}
+
+static lm_status prefill_run(void *state, lm_error *err)
+{
+    prefill_state *s = state;
+    return lm_attn_prefill(&s->args, NULL, NULL, err);
+}
+
+static lm_status prefill_check(void *state, double *checksum, double *err_max, lm_error *err)
+{
+    prefill_state *s = state;
+    const lm_attn_prefill_args *a = &s->args;
+    size_t n = a->n, d = a->head_dim, group = a->heads / a->kv_heads;
+    *checksum = lm_bench_sum_f32(s->o, n * a->heads * d);
+    double *scores = malloc(n * sizeof *scores), *exact = malloc(d * sizeof *exact);
+    float *row = malloc(d * sizeof *row);
+    double worst = 0.0, scale = 1e-30;
+    size_t rows[3] = {0, n / 2, n - 1};
+    if (scores == NULL || exact == NULL || row == NULL) {
+        free(scores), free(exact), free(row);
+        *err_max = -1.0;
+        return isfinite(*checksum) ? LM_OK : lm_fail(err, LM_ERR_NUMERIC, "non-finite output");
+    }
+    for (size_t r = 0; r < 3; r++)
+        for (size_t h = 0; h < a->heads; h++) {
+            size_t i = rows[r], first = 0;
+            if (a->mask.kind == LM_ATTN_MASK_WINDOW && i + 1 > a->mask.window)
+                first = i + 1 - a->mask.window;
+            size_t g = h / group;
+            /* keys first..i of KV head g: row stride kv_heads * d floats */
+            attend_f64(a->q + (i * a->heads + h) * d, a->k + (first * a->kv_heads + g) * d,
+                       a->v + (first * a->kv_heads + g) * d, LM_KV_F32, i + 1 - first, d,
+                       a->kv_heads * d, 1.0 / sqrt((double)d), scores, row, exact);
+            row_error(a->o + (i * a->heads + h) * d, exact, d, &worst, &scale);
+        }
+    free(scores), free(exact), free(row);
+    *err_max = worst / scale;
+    if (!isfinite(*checksum) || !(*err_max <= 1e-3))
+        return lm_fail(err, LM_ERR_NUMERIC, "attn_prefill output differs from the float64 "
+                                            "reference by %.3g (relative to max |o|)", *err_max);
+    return LM_OK;
+}
+
+static void prefill_cost(const lm_bench_config *c, double *flops, double *bytes)
+{
+    double h = (double)c->heads, g = (double)c->kv_heads, d = (double)c->head_dim;
+    double n = (double)c->n_ctx;
+    double pairs = n * (n + 1.0) / 2.0; /* causal */
+    if (c->chunk > 0 && c->chunk < c->n_ctx) { /* window w: sum_i min(i + 1, w) */
+        double w = (double)c->chunk;
+        pairs = w * (w + 1.0) / 2.0 + (n - w) * w;
+    }
+    *flops = 4.0 * h * d * pairs;
+    *bytes = 4.0 * (2.0 * n * h * d + 2.0 * n * g * d); /* q, o, k, v once */
+}
+
+static const lm_bench_case attn_prefill = {
+    .name = "attn_prefill",
+    .summary = "causal GQA prefill of n_ctx tokens (tiled online softmax)",
+    .role = "prefill_attention",
+    .dtypes = "f32",
+    .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_HEADS,
+    .defaults = {.dtype = "f32", .bits = 32, .n_ctx = 1024, .heads = 32, .kv_heads = 8,
+                 .head_dim = 128, .batch = 1},
+    .setup = prefill_setup,
+    .run = prefill_run,
+    .check = prefill_check,
+    .cost = prefill_cost,
+    .teardown = prefill_teardown,
+};
+
+static const lm_bench_case attn_prefill_window = {
+    .name = "attn_prefill_window",
+    .summary = "sliding-window prefill: each token reads the last `chunk` tokens",
+    .dtypes = "f32",
+    .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_HEADS | LM_BENCH_USES_CHUNK,
+    .defaults = {.dtype = "f32", .bits = 32, .n_ctx = 4096, .chunk = 512, .heads = 32,
+                 .kv_heads = 8, .head_dim = 128, .batch = 1},
+    .setup = prefill_window_setup,
+    .run = prefill_run,
+    .check = prefill_check,
+    .cost = prefill_cost,
+    .teardown = prefill_teardown,
+};
+
+/* ---- decode over a quantized KV cache (kernels/kvquant) -------------------------------
+ * dtype names the format (int8, int4, kivi4, kivi2); the newest LM_KVQ_KIVI_GROUP tokens
+ * stay float32 as the cache keeps them. err_max is measured against attention over the
+ * ORIGINAL float32 K/V: it is the quantization error, what the kv-bits sweep plots. */
+
+typedef struct kvq_state {
+    lm_kvq_cache cache;
+    bool cache_ready;
+    float *q, *o, *k, *v; /* q, o {heads, d}; k, v {n, kv_heads, d}: the values appended */
+    size_t heads, n;
+    int bits;
+} kvq_state;
+
+static void kvq_teardown(void *state)
+{
+    kvq_state *s = state;
+    if (s == NULL)
+        return;
+    if (s->cache_ready)
+        lm_kvq_cache_free(&s->cache);
+    lm_free(s->q), lm_free(s->o), lm_free(s->k), lm_free(s->v);
+    free(s);
+}
+
+static lm_status kvq_setup(const lm_bench_config *c, void **state, lm_error *err)
+{
+    lm_kvq_format format;
+    lm_status st = lm_kvq_format_parse(c->dtype, &format, err);
+    if (st != LM_OK)
+        return st;
+    if (c->n_ctx < 1 || c->heads < 1 || c->kv_heads < 1 || c->head_dim < 1)
+        return lm_fail(err, LM_ERR_SHAPE, "attn_decode_q needs positive n_ctx, heads, kv_heads "
+                                          "and head_dim");
+    kvq_state *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return lm_fail(err, LM_ERR_NOMEM, "out of memory");
+    size_t h = (size_t)c->heads, g = (size_t)c->kv_heads, d = (size_t)c->head_dim;
+    size_t n = (size_t)c->n_ctx;
+    size_t capacity = (n + LM_KVQ_KIVI_GROUP - 1) / LM_KVQ_KIVI_GROUP * LM_KVQ_KIVI_GROUP;
+    s->heads = h;
+    s->n = n;
+    s->bits = lm_kvq_bits(format);
+    s->q = lm_bench_normal_f32(c->seed, h * d, 1.0);
+    s->o = lm_alloc(h * d * sizeof(float));
+    s->k = lm_bench_normal_f32(c->seed + 1, n * g * d, 1.0);
+    s->v = lm_bench_normal_f32(c->seed + 2, n * g * d, 1.0);
+    if (!s->q || !s->o || !s->k || !s->v) {
+        kvq_teardown(s);
+        return lm_fail(err, LM_ERR_NOMEM, "cannot allocate a KV cache of %zu tokens", n);
+    }
+    st = lm_kvq_cache_init(&s->cache, format, g, d, capacity, 0, err);
+    s->cache_ready = st == LM_OK;
+    for (size_t t = 0; t < n && st == LM_OK; t++)
+        st = lm_kvq_cache_append(&s->cache, s->k + t * g * d, s->v + t * g * d, err);
+    if (st != LM_OK) {
+        kvq_teardown(s);
+        return st;
+    }
+    *state = s;
+    return LM_OK;
+}
+
+static lm_status kvq_run(void *state, lm_error *err)
+{
+    kvq_state *s = state;
+    return lm_kvq_decode(&s->cache, s->q, s->heads, s->o, NULL, err);
+}
+
+static lm_status kvq_check(void *state, double *checksum, double *err_max, lm_error *err)
+{
+    kvq_state *s = state;
+    size_t g = s->cache.kv_heads, d = s->cache.head_dim, n = s->n, group = s->heads / g;
+    *checksum = lm_bench_sum_f32(s->o, s->heads * d);
+    double *scores = malloc(n * sizeof *scores), *exact = malloc(d * sizeof *exact);
+    float *row = malloc(d * sizeof *row);
+    double worst = 0.0, scale = 1e-30;
+    if (scores == NULL || exact == NULL || row == NULL) {
+        free(scores), free(exact), free(row);
+        *err_max = -1.0;
+        return isfinite(*checksum) ? LM_OK : lm_fail(err, LM_ERR_NUMERIC, "non-finite output");
+    }
+    for (size_t h = 0; h < s->heads; h++) { /* token-major {n, kv_heads, d}: stride g * d */
+        attend_f64(s->q + h * d, s->k + (h / group) * d, s->v + (h / group) * d, LM_KV_F32, n,
+                   d, g * d, 1.0 / sqrt((double)d), scores, row, exact);
+        row_error(s->o + h * d, exact, d, &worst, &scale);
+    }
+    free(scores), free(exact), free(row);
+    *err_max = worst / scale;
+    /* Beyond these the output is garbage, not quantization noise (uniform-ish inputs give
+     * relative errors near 2^-bits times a small factor). */
+    double bound = s->bits >= 8 ? 0.05 : s->bits >= 4 ? 0.5 : 2.0;
+    if (!isfinite(*checksum) || !(*err_max <= bound))
+        return lm_fail(err, LM_ERR_NUMERIC, "attn_decode_q (%d-bit) output is %.3g away from "
+                                            "float attention (bound %.2g)", s->bits, *err_max, bound);
+    return LM_OK;
+}
+
+static void kvq_cost(const lm_bench_config *c, double *flops, double *bytes)
+{
+    double h = (double)c->heads, g = (double)c->kv_heads, d = (double)c->head_dim;
+    double n = (double)c->n_ctx;
+    int bits = (int)strtol(c->dtype + strcspn(c->dtype, "0123456789"), NULL, 10);
+    *flops = 4.0 * h * n * d;
+    /* codes plus one (s, lo) pair of floats per token and tensor (KIVI keys: per channel
+     * per group of 32 tokens, about the same) */
+    *bytes = 2.0 * g * n * (d * (double)bits / 8.0 + 8.0) + 2.0 * h * d * 4.0;
+}
+
+static const lm_bench_case attn_decode_q = {
+    .name = "attn_decode_q",
+    .summary = "decode over a quantized KV cache (int8, int4, kivi4, kivi2), codes read directly",
+    .role = "decode_attention_quantized",
+    .dtypes = "int8,int4,kivi4,kivi2",
+    .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_HEADS,
+    .defaults = {.dtype = "int8", .bits = 8, .n_ctx = 4096, .heads = 32, .kv_heads = 8,
+                 .head_dim = 128, .batch = 1},
+    .setup = kvq_setup,
+    .run = kvq_run,
+    .check = kvq_check,
+    .cost = kvq_cost,
+    .teardown = kvq_teardown,
+};
+
+/* ---- sliding-window decode over a rolling buffer (kernels/window/rolling.c) ------------
+ * n_ctx tokens appended to a ring of `chunk` slots; one query per head reads the
+ * min(n_ctx, chunk) tokens held. Checked against float64 attention over the ring itself. */
+
+typedef struct ring_state {
+    lm_window_cache cache;
+    bool ready;
+    float *q, *o;
+    size_t heads;
+} ring_state;
+
+static void ring_teardown(void *state)
+{
+    ring_state *s = state;
+    if (s == NULL)
+        return;
+    if (s->ready)
+        lm_window_cache_free(&s->cache);
+    lm_free(s->q), lm_free(s->o);
+    free(s);
+}
+
+static lm_status ring_setup(const lm_bench_config *c, void **state, lm_error *err)
+{
+    lm_kv_dtype dtype;
+    lm_status st = lm_kv_dtype_parse(c->dtype, &dtype, err);
+    if (st != LM_OK)
+        return st;
+    if (c->n_ctx < 1 || c->chunk < 1 || c->heads < 1 || c->kv_heads < 1 || c->head_dim < 1)
+        return lm_fail(err, LM_ERR_SHAPE, "window_decode needs positive n_ctx, chunk (the "
+                                          "window), heads, kv_heads and head_dim");
+    ring_state *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return lm_fail(err, LM_ERR_NOMEM, "out of memory");
+    size_t h = (size_t)c->heads, g = (size_t)c->kv_heads, d = (size_t)c->head_dim;
+    size_t n = (size_t)c->n_ctx, w = (size_t)c->chunk;
+    s->heads = h;
+    s->q = lm_bench_normal_f32(c->seed, h * d, 1.0);
+    s->o = lm_alloc(h * d * sizeof(float));
+    /* only the last min(n, w) tokens stay: generate those, the rest would be overwritten */
+    size_t kept = n < w ? n : w;
+    float *k = lm_bench_normal_f32(c->seed + 1, kept * g * d, 1.0);
+    float *v = lm_bench_normal_f32(c->seed + 2, kept * g * d, 1.0);
+    st = s->q && s->o && k && v ? lm_window_cache_init(&s->cache, w, g, d, dtype, err)
+                                : lm_fail(err, LM_ERR_NOMEM, "cannot allocate window_decode");
+    s->ready = st == LM_OK;
+    if (st == LM_OK)
+        s->cache.position = n - kept; /* the tokens before these have left the window */
+    for (size_t t = 0; t < kept && st == LM_OK; t++)
+        st = lm_window_cache_append(&s->cache, k + t * g * d, v + t * g * d, err);
+    lm_free(k), lm_free(v);
+    if (st != LM_OK) {
+        ring_teardown(s);
+        return st;
+    }
+    *state = s;
+    return LM_OK;
+}
+
+static lm_status ring_run(void *state, lm_error *err)
+{
+    ring_state *s = state;
+    return lm_window_decode(&s->cache, s->q, s->heads, s->o, NULL, err);
+}
+
+static lm_status ring_check(void *state, double *checksum, double *err_max, lm_error *err)
+{
+    ring_state *s = state;
+    const lm_window_cache *c = &s->cache;
+    size_t d = c->head_dim, held = lm_window_cache_held(c), group = s->heads / c->kv_heads;
+    size_t size = lm_kv_dtype_size(c->dtype);
+    *checksum = lm_bench_sum_f32(s->o, s->heads * d);
+    double *scores = malloc(held * sizeof *scores), *exact = malloc(d * sizeof *exact);
+    float *row = malloc(d * sizeof *row);
+    double worst = 0.0, scale = 1e-30;
+    if (scores == NULL || exact == NULL || row == NULL) {
+        free(scores), free(exact), free(row);
+        *err_max = -1.0;
+        return isfinite(*checksum) ? LM_OK : lm_fail(err, LM_ERR_NUMERIC, "non-finite output");
+    }
+    for (size_t h = 0; h < s->heads; h++) {
+        size_t kv = h / group;
+        const char *k = (const char *)c->k + kv * c->window * d * size;
+        const char *v = (const char *)c->v + kv * c->window * d * size;
+        attend_f64(s->q + h * d, k, v, c->dtype, held, d, d, 1.0 / sqrt((double)d), scores, row,
+                   exact);
+        row_error(s->o + h * d, exact, d, &worst, &scale);
+    }
+    free(scores), free(exact), free(row);
+    *err_max = worst / scale;
+    if (!isfinite(*checksum) || !(*err_max <= 1e-3))
+        return lm_fail(err, LM_ERR_NUMERIC, "window_decode output differs from the float64 "
+                                            "reference by %.3g", *err_max);
+    return LM_OK;
+}
+
+static void ring_cost(const lm_bench_config *c, double *flops, double *bytes)
+{
+    double h = (double)c->heads, g = (double)c->kv_heads, d = (double)c->head_dim;
+    double held = (double)(c->n_ctx < c->chunk ? c->n_ctx : c->chunk);
+    double size = strcmp(c->dtype, "f32") == 0 ? 4.0 : 2.0;
+    *flops = 4.0 * h * held * d;
+    *bytes = 2.0 * g * held * d * size + 2.0 * h * d * 4.0;
+}
+
+static const lm_bench_case window_decode = {
+    .name = "window_decode",
+    .summary = "sliding-window decode: a ring of `chunk` slots after n_ctx tokens",
+    .dtypes = "f32,f16,bf16",
+    .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_CHUNK | LM_BENCH_USES_HEADS,
+    .defaults = {.dtype = "f32", .bits = 32, .n_ctx = 16384, .chunk = 4096, .heads = 32,
+                 .kv_heads = 8, .head_dim = 128, .batch = 1},
+    .setup = ring_setup,
+    .run = ring_run,
+    .check = ring_check,
+    .cost = ring_cost,
+    .teardown = ring_teardown,
+};
+
+/* ---- latent (MLA) decode, absorbed and expanded (kernels/latent/mla.c) ------------------
+ * Geometry mapped onto the configuration: heads = heads, nope = v_dim = head_dim,
+ * latent = d_inner, rope = d_state; n_ctx cached rows of latent + rope floats. One query
+ * per head. Checked against the float64 oracle up to 1,024 cached tokens; beyond, against
+ * the other fast path (absorbed vs expanded: two different algorithms). */
+
+typedef struct mla_state {
+    lm_mla_shape shape;
+    float *q, *ckv, *w_uk, *w_uv, *o;
+    size_t n;
+    bool absorbed;
+} mla_state;
+
+static void mla_teardown(void *state)
+{
+    mla_state *s = state;
+    if (s == NULL)
+        return;
+    lm_free(s->q), lm_free(s->ckv), lm_free(s->w_uk), lm_free(s->w_uv), lm_free(s->o);
+    free(s);
+}
+
+static lm_status mla_setup_common(const lm_bench_config *c, bool absorbed, void **state,
+                                  lm_error *err)
+{
+    lm_mla_shape shape = {.heads = (size_t)c->heads, .latent = (size_t)c->d_inner,
+                          .rope = (size_t)c->d_state, .nope = (size_t)c->head_dim,
+                          .v_dim = (size_t)c->head_dim};
+    lm_status st = lm_mla_check(&shape, err);
+    if (st != LM_OK)
+        return st;
+    if (c->n_ctx < 1)
+        return lm_fail(err, LM_ERR_SHAPE, "mla decode needs n_ctx >= 1");
+    mla_state *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return lm_fail(err, LM_ERR_NOMEM, "out of memory");
+    size_t h = shape.heads, row = shape.latent + shape.rope;
+    s->shape = shape;
+    s->n = (size_t)c->n_ctx;
+    s->absorbed = absorbed;
+    /* weights scaled 1/sqrt(latent) so the scores stay O(1) */
+    double w_scale = 1.0 / sqrt((double)shape.latent);
+    s->q = lm_bench_normal_f32(c->seed, h * (shape.nope + shape.rope), 1.0);
+    s->ckv = lm_bench_normal_f32(c->seed + 1, s->n * row, 1.0);
+    s->w_uk = lm_bench_normal_f32(c->seed + 2, shape.latent * h * shape.nope, w_scale);
+    s->w_uv = lm_bench_normal_f32(c->seed + 3, shape.latent * h * shape.v_dim, w_scale);
+    s->o = lm_alloc(h * shape.v_dim * sizeof(float));
+    if (!s->q || !s->ckv || !s->w_uk || !s->w_uv || !s->o) {
+        mla_teardown(s);
+        return lm_fail(err, LM_ERR_NOMEM, "cannot allocate an MLA cache of %ld tokens",
+                       c->n_ctx);
+    }
+    *state = s;
+    return LM_OK;
+}
+
+static lm_status mla_absorbed_setup(const lm_bench_config *c, void **state, lm_error *err)
+{
+    return mla_setup_common(c, true, state, err);
+}
+
+static lm_status mla_expanded_setup(const lm_bench_config *c, void **state, lm_error *err)
+{
+    return mla_setup_common(c, false, state, err);
+}
+
+static lm_status mla_run_path(mla_state *s, bool absorbed, float *o, lm_error *err)
+{
+    return (absorbed ? lm_mla_attend_absorbed : lm_mla_attend_expanded)(
+        &s->shape, s->q, s->ckv, s->w_uk, s->w_uv, 1, s->n, false, o, NULL, err);
+}
+
+static lm_status mla_run(void *state, lm_error *err)
+{
+    mla_state *s = state;
+    return mla_run_path(s, s->absorbed, s->o, err);
+}
+
+static double *widen(const float *x, size_t count)
+{
+    double *out = malloc((count ? count : 1) * sizeof *out);
+    for (size_t i = 0; out != NULL && i < count; i++)
+        out[i] = (double)x[i];
+    return out;
+}
+
+static lm_status mla_check(void *state, double *checksum, double *err_max, lm_error *err)
+{
+    mla_state *s = state;
+    const lm_mla_shape *sh = &s->shape;
+    size_t count = sh->heads * sh->v_dim, row = sh->latent + sh->rope;
+    *checksum = lm_bench_sum_f32(s->o, count);
+    double *exact = malloc(count * sizeof *exact);
+    lm_status st = exact ? LM_OK : LM_ERR_NOMEM;
+    if (st == LM_OK && s->n <= 1024) {
+        double *q = widen(s->q, sh->heads * (sh->nope + sh->rope)), *ckv = widen(s->ckv, s->n * row);
+        double *w_uk = widen(s->w_uk, sh->latent * sh->heads * sh->nope);
+        double *w_uv = widen(s->w_uv, sh->latent * sh->heads * sh->v_dim);
+        st = q && ckv && w_uk && w_uv
+                 ? lm_mla_attend_f64_ref(sh, q, ckv, w_uk, w_uv, 1, s->n, false, exact, err)
+                 : LM_ERR_NOMEM;
+        free(q), free(ckv), free(w_uk), free(w_uv);
+    } else if (st == LM_OK) {
+        float *other = lm_alloc(count * sizeof *other);
+        st = other ? mla_run_path(s, !s->absorbed, other, err) : LM_ERR_NOMEM;
+        for (size_t i = 0; st == LM_OK && i < count; i++)
+            exact[i] = (double)other[i];
+        lm_free(other);
+    }
+    double worst = 0.0, scale = 1e-30;
+    if (st == LM_OK)
+        row_error(s->o, exact, count, &worst, &scale);
+    free(exact);
+    if (st != LM_OK) {
+        *err_max = -1.0;
+        return isfinite(*checksum) ? LM_OK : lm_fail(err, LM_ERR_NUMERIC, "non-finite output");
+    }
+    *err_max = worst / scale;
+    if (!isfinite(*checksum) || !(*err_max <= 1e-3))
+        return lm_fail(err, LM_ERR_NUMERIC, "mla decode output differs from the reference by "
+                                            "%.3g", *err_max);
+    return LM_OK;
+}
+
+/* Absorbed: q folded into latent space (heads nope latent x 2), MQA over n rows of
+ * latent + rope (scores and values, 2 each), out through W_uv; expanded: K and V built
+ * for every head from each cached row (n latent heads (nope + v) x 2) then MHA. */
+static void mla_cost_common(const lm_bench_config *c, bool absorbed, double *flops,
+                            double *bytes)
+{
+    double h = (double)c->heads, n = (double)c->n_ctx, lat = (double)c->d_inner;
+    double rope = (double)c->d_state, d = (double)c->head_dim;
+    double weights = 4.0 * lat * h * d; /* W_uk and W_uv, float32 */
+    if (absorbed) {
+        *flops = 2.0 * h * d * lat + 4.0 * h * n * (lat + rope) + 2.0 * h * lat * d;
+        *bytes = 4.0 * n * (lat + rope) + 2.0 * weights;
+    } else {
+        *flops = 2.0 * n * lat * h * 2.0 * d + 4.0 * h * n * (d + rope);
+        *bytes = 4.0 * n * (lat + rope) + 2.0 * weights;
+    }
+}
+
+static void mla_absorbed_cost(const lm_bench_config *c, double *flops, double *bytes)
+{
+    mla_cost_common(c, true, flops, bytes);
+}
+
+static void mla_expanded_cost(const lm_bench_config *c, double *flops, double *bytes)
+{
+    mla_cost_common(c, false, flops, bytes);
+}
+
+static const lm_bench_case mla_decode_absorbed = {
+    .name = "mla_decode_absorbed",
+    .summary = "latent attention decode, W_uk/W_uv absorbed (MQA over the latent rows)",
+    .dtypes = "f32",
+    .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_HEADS | LM_BENCH_USES_SSM,
+    .defaults = {.dtype = "f32", .bits = 32, .n_ctx = 4096, .heads = 32, .kv_heads = 1,
+                 .head_dim = 128, .d_inner = 512, .d_state = 64, .batch = 1},
+    .setup = mla_absorbed_setup,
+    .run = mla_run,
+    .check = mla_check,
+    .cost = mla_absorbed_cost,
+    .teardown = mla_teardown,
+};
+
+static const lm_bench_case mla_decode_expanded = {
+    .name = "mla_decode_expanded",
+    .summary = "latent attention decode, K/V expanded per head from the latent rows",
+    .dtypes = "f32",
+    .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_HEADS | LM_BENCH_USES_SSM,
+    /* 128 tokens: re-expanding every head's K/V costs ~10 ms per token here (2.5 s per call
+     * at 512 tokens), which is the point of absorbing */
+    .defaults = {.dtype = "f32", .bits = 32, .n_ctx = 128, .heads = 32, .kv_heads = 1,
+                 .head_dim = 128, .d_inner = 512, .d_state = 64, .batch = 1},
+    .setup = mla_expanded_setup,
+    .run = mla_run,
+    .check = mla_check,
+    .cost = mla_expanded_cost,
+    .teardown = mla_teardown,
+};
+
+const lm_bench_case *const lm_bench_cases_attention[] = {
+    &attn_decode,   &attn_decode_q,       &attn_prefill,        &attn_prefill_window,
+    &window_decode, &mla_decode_absorbed, &mla_decode_expanded, NULL};

@@ -1,0 +1,532 @@
+/* Kernel-contract runners for the recurrent family (recipes: docs/contracts.md, "kernels",
+ * and scripts/kcases/recurrent.py, which draws the same inputs in the same order). */
+#include "kernel_cases.h"
+
+#include "../kernels/conv/conv.h"
+#include "../kernels/delta/delta.h"
+#include "../kernels/linear/linear.h"
+#include "../kernels/scan/scan.h"
+#include "../kernels/ssm/ssm.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Reads a list of boolean options into `values` (same order as `names`). */
+static lm_status read_flags(const lm_kcase *kcase, const char *const *names, bool *values,
+                            lm_error *err)
+{
+    for (size_t i = 0; names[i] != NULL; i++) {
+        lm_status status = lm_kcase_opt_bool(kcase, names[i], false, &values[i], err);
+        if (status != LM_OK)
+            return status;
+    }
+    return LM_OK;
+}
+
+static lm_status no_memory(const lm_kcase *kcase, lm_error *err)
+{
+    return lm_fail(err, LM_ERR_NOMEM, "case %s: no memory for inputs", kcase->id);
+}
+
+/* Float32 copies of count values, or NULL for a NULL input (an absent optional array). */
+static float *to_f32(lm_kcase *kcase, const double *values, size_t count)
+{
+    return values != NULL ? lm_kcase_to_f32(kcase, values, count) : NULL;
+}
+
+/* ---- ssm_mamba1_scan ---------------------------------------------------------------------
+ * Recipe, shape {batch B, length L, channels D, state N}, every array drawn whatever the
+ * options, in this order:
+ *   x = standard_normal((B, L, D)); delta_raw = standard_normal((B, L, D));
+ *   delta_bias = uniform(-3, 0, D); a = uniform(-8, -0.05, (D, N));
+ *   b = standard_normal((B, L, N)); c = standard_normal((B, L, N)); skip = standard_normal(D);
+ *   z = standard_normal((B, L, D)); h0 = standard_normal((B, D, N)).
+ * Options (booleans, default false): exact_zoh; bias, skip, gate, h0 (use that array, else
+ * NULL); zero_modes (a[d, d % N] = 0); positive_a (a[0, N-1] = 0.5, a bad-input case).
+ * Output: y {B, L, D} followed by h_final {B, D, N}. */
+static lm_status run_mamba1(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
+                            lm_error *err)
+{
+    static const char *const dtypes[] = {"f32", "f64", NULL};
+    static const char *const options[] = {"exact_zoh", "bias", "skip", "gate", "h0",
+                                          "zero_modes", "positive_a", NULL};
+    enum { EXACT, BIAS, SKIP, GATE, H0, ZERO, POSITIVE };
+    bool flag[7];
+    size_t B, L, D, N;
+    lm_status status;
+    if ((status = lm_kcase_dtype_in(kcase, dtypes, err)) != LM_OK ||
+        (status = lm_kcase_known_options(kcase, options, err)) != LM_OK ||
+        (status = read_flags(kcase, options, flag, err)) != LM_OK ||
+        (status = lm_kcase_size(kcase, "batch", &B, err)) != LM_OK ||
+        (status = lm_kcase_size(kcase, "length", &L, err)) != LM_OK ||
+        (status = lm_kcase_size(kcase, "channels", &D, err)) != LM_OK ||
+        (status = lm_kcase_size(kcase, "state", &N, err)) != LM_OK)
+        return status;
+    if (B * L * (D + N) > ((size_t)1 << 26) || D * N > ((size_t)1 << 26))
+        return lm_fail(err, LM_ERR_SCHEMA, "case %s: shape too large for a contract case",
+                       kcase->id);
+    const size_t tok = B * L;
+    double *x = lm_kcase_normal(kcase, rng, tok * D);
+    double *dr = lm_kcase_normal(kcase, rng, tok * D);
+    double *bias = lm_kcase_uniform(kcase, rng, -3.0, 0.0, D);
+    double *a = lm_kcase_uniform(kcase, rng, -8.0, -0.05, D * N);
+    double *b = lm_kcase_normal(kcase, rng, tok * N);
+    double *c = lm_kcase_normal(kcase, rng, tok * N);
+    double *skip = lm_kcase_normal(kcase, rng, D);
+    double *z = lm_kcase_normal(kcase, rng, tok * D);
+    double *h0 = lm_kcase_normal(kcase, rng, B * D * N);
+    if (!x || !dr || !bias || !a || !b || !c || !skip || !z || !h0)
+        return no_memory(kcase, err);
+    if (flag[ZERO])
+        for (size_t d = 0; d < D; d++)
+            a[d * N + d % N] = 0.0;
+    if (flag[POSITIVE])
+        a[N - 1] = 0.5;
+    if ((status = lm_kcase_output(kcase, tok * D + B * D * N, out, err)) != LM_OK)
+        return status;
+    if (!flag[BIAS])
+        bias = NULL;
+    if (!flag[SKIP])
+        skip = NULL;
+    if (!flag[GATE])
+        z = NULL;
+    if (!flag[H0])
+        h0 = NULL;
+    if (ops == NULL) {
+        lm_ssm_mamba1_f64 p = {B, L, D, N, x, dr, bias, a, b, c, skip, z, h0,
+                               out->values, out->values + tok * D, flag[EXACT]};
+        return lm_ssm_mamba1_scan_f64_ref(&p, err);
+    }
+    float *y = lm_kcase_alloc(kcase, tok * D + B * D * N, sizeof(float));
+    lm_ssm_mamba1_f32 p = {B, L, D, N,
+                           to_f32(kcase, x, tok * D), to_f32(kcase, dr, tok * D),
+                           to_f32(kcase, bias, D), to_f32(kcase, a, D * N),
+                           to_f32(kcase, b, tok * N), to_f32(kcase, c, tok * N),
+                           to_f32(kcase, skip, D), to_f32(kcase, z, tok * D),
+                           to_f32(kcase, h0, B * D * N), y, y != NULL ? y + tok * D : NULL,
+                           flag[EXACT]};
+    if (!y || !p.x || !p.delta_raw || !p.a || !p.b || !p.c || (bias && !p.delta_bias) ||
+        (skip && !p.skip) || (z && !p.z) || (h0 && !p.h0))
+        return no_memory(kcase, err);
+    if ((status = lm_ssm_mamba1_scan_f32_with(ops->mamba1_scan_f32, &p, err)) != LM_OK)
+        return status;
+    for (size_t i = 0; i < out->count; i++)
+        out->values[i] = (double)y[i];
+    return LM_OK;
+}
+
+/* ---- conv_causal -------------------------------------------------------------------------
+ * Recipe, shape {batch B, length L, channels D, width K}: x = standard_normal((B, L, D));
+ * weight = standard_normal((D, K)); bias = standard_normal(D);
+ * tail = standard_normal((B, K-1, D)). Options (booleans, default false): bias, tail (use
+ * that array, else NULL = zeros), silu. Output: y {B, L, D} followed by tail_out
+ * {B, K-1, D}. */
+static lm_status run_conv(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
+                          lm_error *err)
+{
+    static const char *const dtypes[] = {"f32", "f64", NULL};
+    static const char *const options[] = {"bias", "tail", "silu", NULL};
+    bool flag[3];
+    size_t B, L, D, K;
+    lm_status status;
+    if ((status = lm_kcase_dtype_in(kcase, dtypes, err)) != LM_OK ||
+        (status = lm_kcase_known_options(kcase, options, err)) != LM_OK ||
+        (status = read_flags(kcase, options, flag, err)) != LM_OK ||
+        (status = lm_kcase_size(kcase, "batch", &B, err)) != LM_OK ||
+        (status = lm_kcase_size(kcase, "length", &L, err)) != LM_OK ||
+        (status = lm_kcase_size(kcase, "channels", &D, err)) != LM_OK ||
+        (status = lm_kcase_size(kcase, "width", &K, err)) != LM_OK)
+        return status;
+    if (B * L * D > ((size_t)1 << 26) || K > 64)
+        return lm_fail(err, LM_ERR_SCHEMA, "case %s: shape too large for a contract case",
+                       kcase->id);
+    double *x = lm_kcase_normal(kcase, rng, B * L * D);
+    double *w = lm_kcase_normal(kcase, rng, D * K);
+    double *bias = lm_kcase_normal(kcase, rng, D);
+    double *tail = lm_kcase_normal(kcase, rng, B * (K - 1) * D);
+    if (!x || !w || !bias || (!tail && K > 1))
+        return no_memory(kcase, err);
+    const size_t tail_count = B * (K - 1) * D;
+    if ((status = lm_kcase_output(kcase, B * L * D + tail_count, out, err)) != LM_OK)
+        return status;
+    if (!flag[0])
+        bias = NULL;
+    if (!flag[1])
+        tail = NULL;
+    if (ops == NULL) {
+        lm_conv_causal_f64 p = {B, L, D, K, x, w, bias, tail, out->values,
+                                out->values + B * L * D, flag[2]};
+        return lm_conv_causal_f64_ref(&p, err);
+    }
+    float *y = lm_kcase_alloc(kcase, B * L * D + tail_count, sizeof(float));
+    lm_conv_causal_f32 p = {B, L, D, K, to_f32(kcase, x, B * L * D), to_f32(kcase, w, D * K),
+                            to_f32(kcase, bias, D), to_f32(kcase, tail, tail_count), y,
+                            y != NULL ? y + B * L * D : NULL, flag[2]};
+    if (!y || !p.x || !p.weight || (bias && !p.bias) || (tail && tail_count && !p.tail_in))
+        return no_memory(kcase, err);
+    if ((status = lm_conv_causal_f32_with(ops->conv_causal_f32, &p, err)) != LM_OK)
+        return status;
+    for (size_t i = 0; i < out->count; i++)
+        out->values[i] = (double)y[i];
+    return LM_OK;
+}
+
+/* ---- scan_affine ---------------------------------------------------------------------------
+ * Recipe, shape {steps T, width W}: a = uniform(0.7, 0.999, (T, W)); b = standard_normal((T, W));
+ * h0 = standard_normal(W). Options: chunk (integer, default T), parts (integer, default 1:
+ * sequential; > 1: the three-phase chunked driver), h0 (boolean: start from h0, else 0).
+ * Output: states {T, W}. dtype f64 runs the float64 reference: chunked when the case sets
+ * chunk, sequential otherwise. */
+static lm_status run_scan_affine(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops,
+                                 lm_kout *out, lm_error *err)
+{
+    static const char *const dtypes[] = {"f32", "f64", NULL};
+    static const char *const options[] = {"chunk", "parts", "h0", NULL};
+    size_t T, W;
+    long long chunk, parts;
+    bool use_h0;
+    lm_status status;
+    if ((status = lm_kcase_dtype_in(kcase, dtypes, err)) != LM_OK ||
+        (status = lm_kcase_known_options(kcase, options, err)) != LM_OK ||
+        (status = lm_kcase_size(kcase, "steps", &T, err)) != LM_OK ||
+        (status = lm_kcase_size(kcase, "width", &W, err)) != LM_OK ||
+        (status = lm_kcase_opt_int(kcase, "chunk", -1, &chunk, err)) != LM_OK ||
+        (status = lm_kcase_opt_int(kcase, "parts", 1, &parts, err)) != LM_OK ||
+        (status = lm_kcase_opt_bool(kcase, "h0", false, &use_h0, err)) != LM_OK)
+        return status;
+    if (T * W > ((size_t)1 << 26) || parts < 1 || parts > 64 || chunk < -1)
+        return lm_fail(err, LM_ERR_SCHEMA, "case %s: shape too large, parts outside [1, 64] "
+                       "or chunk negative", kcase->id);
+    double *a = lm_kcase_uniform(kcase, rng, 0.7, 0.999, T * W);
+    double *b = lm_kcase_normal(kcase, rng, T * W);
+    double *h0 = lm_kcase_normal(kcase, rng, W);
+    if (!a || !b || !h0)
+        return no_memory(kcase, err);
+    if ((status = lm_kcase_output(kcase, T * W, out, err)) != LM_OK)
+        return status;
+    if (ops == NULL)
+        return chunk >= 0 ? lm_scan_affine_chunked_f64_ref(a, b, T, W, (size_t)chunk,
+                                                           use_h0 ? h0 : NULL, out->values,
+                                                           err)
+                          : lm_scan_affine_sequential_f64_ref(a, b, T, W, use_h0 ? h0 : NULL,
+                                                              out->values, err);
+    float *af = lm_kcase_to_f32(kcase, a, T * W), *bf = lm_kcase_to_f32(kcase, b, T * W);
+    float *h0f = lm_kcase_to_f32(kcase, h0, W);
+    float *hf = lm_kcase_alloc(kcase, T * W, sizeof(float));
+    if (!af || !bf || !h0f || !hf)
+        return no_memory(kcase, err);
+    if ((status = lm_scan_affine_f32(ops->scan_affine_f32, ops->scan_affine_reduce_f32, af, bf,
+                                     T, W, use_h0 ? h0f : NULL, hf, NULL,
+                                     chunk >= 0 ? (size_t)chunk : T, (size_t)parts, err)) !=
+        LM_OK)
+        return status;
+    for (size_t i = 0; i < T * W; i++)
+        out->values[i] = (double)hf[i];
+    return LM_OK;
+}
+
+/* ---- linear_attention -----------------------------------------------------------------------
+ * Recipe, shape {heads H, length L, d_key dk, d_value dv}, with r = 1 / sqrt(dk):
+ *   q = standard_normal((H, L, dk)) * r; k = standard_normal((H, L, dk)) * r;
+ *   v = standard_normal((H, L, dv)); gate = uniform(0.8, 1.0, (H, L)) for gate "none" and
+ *   "scalar", (H, L, dk) for "channel"; s0 = standard_normal((H, dk, dv)) * 0.5;
+ *   z0 = uniform(0.5, 2.0, (H, dk)).
+ * Options: feature "identity" | "elu1" (default identity), normalize (boolean), gate
+ * "none" | "scalar" | "channel" (default none), s0 (boolean: start from s0 and z0),
+ * chunk (integer: the chunked kernel with that chunk; absent: the recurrent kernel), and
+ * gate_value (number: overwrites gate[0] for bad-input cases).
+ * Output: y {H, L, dv}, then s_final {H, dk, dv}, then z_final {H, dk}. */
+static lm_status run_linear(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
+                            lm_error *err)
+{
+    static const char *const dtypes[] = {"f32", "f64", NULL};
+    static const char *const options[] = {"feature", "normalize", "gate", "s0", "chunk",
+                                          "gate_value", NULL};
+    size_t H, L, dk, dv;
+    const char *feature_name, *gate_name;
+    bool normalize, use_s0;
+    long long chunk;
+    double gate_value;
+    lm_status status;
+    if ((status = lm_kcase_dtype_in(kcase, dtypes, err)) != LM_OK ||
+        (status = lm_kcase_known_options(kcase, options, err)) != LM_OK ||
+        (status = lm_kcase_size(kcase, "heads", &H, err)) != LM_OK ||
+        (status = lm_kcase_size(kcase, "length", &L, err)) != LM_OK ||
+        (status = lm_kcase_size(kcase, "d_key", &dk, err)) != LM_OK ||
+        (status = lm_kcase_size(kcase, "d_value", &dv, err)) != LM_OK ||
+        (status = lm_kcase_opt_string(kcase, "feature", "identity", &feature_name, err)) !=
+            LM_OK ||
+        (status = lm_kcase_opt_string(kcase, "gate", "none", &gate_name, err)) != LM_OK ||
+        (status = lm_kcase_opt_bool(kcase, "normalize", false, &normalize, err)) != LM_OK ||
+        (status = lm_kcase_opt_bool(kcase, "s0", false, &use_s0, err)) != LM_OK ||
+        (status = lm_kcase_opt_int(kcase, "chunk", -1, &chunk, err)) != LM_OK ||
+        (status = lm_kcase_opt_real(kcase, "gate_value", -1.0, &gate_value, err)) != LM_OK)
+        return status;
+    lm_linear_feature feature;
+    lm_linear_gate gate_kind;
+    if (strcmp(feature_name, "identity") == 0)
+        feature = LM_LINEAR_IDENTITY;
+    else if (strcmp(feature_name, "elu1") == 0)
+        feature = LM_LINEAR_ELU1;
+    else
+        return lm_fail(err, LM_ERR_SCHEMA, "case %s: options.feature must be identity or elu1",
+                       kcase->id);
+    if (strcmp(gate_name, "none") == 0)
+        gate_kind = LM_LINEAR_GATE_NONE;
+    else if (strcmp(gate_name, "scalar") == 0)
+        gate_kind = LM_LINEAR_GATE_SCALAR;
+    else if (strcmp(gate_name, "channel") == 0)
+        gate_kind = LM_LINEAR_GATE_CHANNEL;
+    else
+        return lm_fail(err, LM_ERR_SCHEMA, "case %s: options.gate must be none, scalar or "
+                       "channel", kcase->id);
+    if (H * L * (dk + dv) > ((size_t)1 << 24) || H * dk * dv > ((size_t)1 << 24) || chunk < -1)
+        return lm_fail(err, LM_ERR_SCHEMA, "case %s: shape too large or chunk negative",
+                       kcase->id);
+    const double r = 1.0 / sqrt((double)dk);
+    const size_t gn = gate_kind == LM_LINEAR_GATE_CHANNEL ? H * L * dk : H * L;
+    double *q = lm_kcase_normal(kcase, rng, H * L * dk);
+    double *k = lm_kcase_normal(kcase, rng, H * L * dk);
+    double *v = lm_kcase_normal(kcase, rng, H * L * dv);
+    double *g = lm_kcase_uniform(kcase, rng, 0.8, 1.0, gn);
+    double *s0 = lm_kcase_normal(kcase, rng, H * dk * dv);
+    double *z0 = lm_kcase_uniform(kcase, rng, 0.5, 2.0, H * dk);
+    if (!q || !k || !v || !g || !s0 || !z0)
+        return no_memory(kcase, err);
+    for (size_t i = 0; i < H * L * dk; i++) {
+        q[i] *= r;
+        k[i] *= r;
+    }
+    for (size_t i = 0; i < H * dk * dv; i++)
+        s0[i] *= 0.5;
+    if (gate_value >= 0.0)
+        g[0] = gate_value;
+    const size_t ny = H * L * dv, ns = H * dk * dv, nz = H * dk;
+    if ((status = lm_kcase_output(kcase, ny + ns + nz, out, err)) != LM_OK)
+        return status;
+    if (ops == NULL) {
+        lm_linear_f64 p = {H, L, dk, dv, feature, normalize, gate_kind, q, k, v,
+                           gate_kind ? g : NULL, use_s0 ? s0 : NULL, use_s0 ? z0 : NULL,
+                           out->values, out->values + ny, out->values + ny + ns};
+        return lm_linear_gated_f64_ref(&p, err);
+    }
+    float *res = lm_kcase_alloc(kcase, ny + ns + nz, sizeof(float));
+    lm_linear_f32 p = {H, L, dk, dv, feature, normalize, gate_kind,
+                       to_f32(kcase, q, H * L * dk), to_f32(kcase, k, H * L * dk),
+                       to_f32(kcase, v, H * L * dv), gate_kind ? to_f32(kcase, g, gn) : NULL,
+                       use_s0 ? to_f32(kcase, s0, ns) : NULL,
+                       use_s0 ? to_f32(kcase, z0, nz) : NULL, res,
+                       res ? res + ny : NULL, res ? res + ny + ns : NULL, NULL};
+    if (!res || !p.q || !p.k || !p.v || (gate_kind && !p.gate) || (use_s0 && (!p.s0 || !p.z0)))
+        return no_memory(kcase, err);
+    const bool chunked = chunk >= 0;
+    if ((status = lm_linear_attention_f32(chunked ? ops->linear_chunked_f32
+                                                  : ops->linear_recurrent_f32,
+                                          chunked, &p, chunked ? (size_t)chunk : 0, err)) !=
+        LM_OK)
+        return status;
+    for (size_t i = 0; i < out->count; i++)
+        out->values[i] = (double)res[i];
+    return LM_OK;
+}
+
+/* ---- ssm_ssd (Mamba-2) -------------------------------------------------------------------
+ * Recipe, shape {batch B, length L, heads H, head_dim P, groups G, state N}, r = 1/sqrt(N):
+ *   x = standard_normal((B, L, H, P)); dt_raw = standard_normal((B, L, H));
+ *   dt_bias = uniform(-4, -1, H); a = uniform(-8, 0, H) with a[0] = 0 (a mode that does not
+ *   decay); b = standard_normal((B, L, G, N)) * r; c = standard_normal((B, L, G, N)) * r;
+ *   skip = standard_normal(H); h0 = standard_normal((B, H, P, N)).
+ * Options: extras (boolean: use dt_bias, skip and h0), chunk (integer: the chunked form;
+ * absent: recurrent), decode (boolean: run the sequence one decode step at a time, state
+ * in place), positive_a (boolean: a[H-1] = 0.5, a bad-input case).
+ * Output: y {B, L, H, P} then h_final {B, H, P, N}. */
+static lm_status run_ssd(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
+                         lm_error *err)
+{
+    static const char *const dtypes[] = {"f32", "f64", NULL};
+    static const char *const options[] = {"extras", "chunk", "decode", "positive_a", NULL};
+    size_t B, L, H, P, G, N;
+    bool extras, decode, positive;
+    long long chunk;
+    lm_status status;
+    if ((status = lm_kcase_dtype_in(kcase, dtypes, err)) != LM_OK ||
+        (status = lm_kcase_known_options(kcase, options, err)) != LM_OK ||
+        (status = lm_kcase_size(kcase, "batch", &B, err)) != LM_OK ||
+        (status = lm_kcase_size(kcase, "length", &L, err)) != LM_OK ||
+        (status = lm_kcase_size(kcase, "heads", &H, err)) != LM_OK ||
+        (status = lm_kcase_size(kcase, "head_dim", &P, err)) != LM_OK ||
+        (status = lm_kcase_size(kcase, "groups", &G, err)) != LM_OK ||
+        (status = lm_kcase_size(kcase, "state", &N, err)) != LM_OK ||
+        (status = lm_kcase_opt_bool(kcase, "extras", false, &extras, err)) != LM_OK ||
+        (status = lm_kcase_opt_bool(kcase, "decode", false, &decode, err)) != LM_OK ||
+        (status = lm_kcase_opt_bool(kcase, "positive_a", false, &positive, err)) != LM_OK ||
+        (status = lm_kcase_opt_int(kcase, "chunk", -1, &chunk, err)) != LM_OK)
+        return status;
+    if (B * L * H * (P + N) > ((size_t)1 << 24) || B * H * P * N > ((size_t)1 << 24) ||
+        chunk < -1)
+        return lm_fail(err, LM_ERR_SCHEMA, "case %s: shape too large or chunk negative",
+                       kcase->id);
+    const double r = 1.0 / sqrt((double)N);
+    const size_t nx = B * L * H * P, nbc = B * L * G * N, ns = B * H * P * N;
+    double *x = lm_kcase_normal(kcase, rng, nx);
+    double *dt = lm_kcase_normal(kcase, rng, B * L * H);
+    double *bias = lm_kcase_uniform(kcase, rng, -4.0, -1.0, H);
+    double *a = lm_kcase_uniform(kcase, rng, -8.0, 0.0, H);
+    double *b = lm_kcase_normal(kcase, rng, nbc);
+    double *c = lm_kcase_normal(kcase, rng, nbc);
+    double *skip = lm_kcase_normal(kcase, rng, H);
+    double *h0 = lm_kcase_normal(kcase, rng, ns);
+    if (!x || !dt || !bias || !a || !b || !c || !skip || !h0)
+        return no_memory(kcase, err);
+    a[0] = 0.0;
+    if (positive)
+        a[H - 1] = 0.5;
+    for (size_t i = 0; i < nbc; i++) {
+        b[i] *= r;
+        c[i] *= r;
+    }
+    if ((status = lm_kcase_output(kcase, nx + ns, out, err)) != LM_OK)
+        return status;
+    if (ops == NULL) {
+        lm_ssm_ssd_f64 p = {B, L, H, P, G, N, x, dt, extras ? bias : NULL, a, b, c,
+                            extras ? skip : NULL, extras ? h0 : NULL, out->values,
+                            out->values + nx};
+        return lm_ssm_ssd_f64_ref(&p, err);
+    }
+    float *res = lm_kcase_alloc(kcase, nx + ns, sizeof(float));
+    lm_ssm_ssd_f32 p = {B, L, H, P, G, N, to_f32(kcase, x, nx), to_f32(kcase, dt, B * L * H),
+                        extras ? to_f32(kcase, bias, H) : NULL, to_f32(kcase, a, H),
+                        to_f32(kcase, b, nbc), to_f32(kcase, c, nbc),
+                        extras ? to_f32(kcase, skip, H) : NULL,
+                        extras ? to_f32(kcase, h0, ns) : NULL, res, res ? res + nx : NULL};
+    if (!res || !p.x || !p.dt_raw || !p.a || !p.b || !p.c || (extras && (!p.dt_bias ||
+        !p.skip || !p.h0)))
+        return no_memory(kcase, err);
+    if (!decode) {
+        const bool chunked = chunk >= 0;
+        status = lm_ssm_ssd_scan_f32(chunked ? ops->linear_chunked_f32
+                                             : ops->linear_recurrent_f32,
+                                     chunked, &p, chunked ? (size_t)chunk : 0, err);
+    } else {
+        /* one token at a time; the state lives in res + nx */
+        float *state = res + nx;
+        if (p.h0 != NULL)
+            memcpy(state, p.h0, ns * sizeof(float));
+        float *xt = lm_kcase_alloc(kcase, B * H * P, sizeof(float));
+        float *dtt = lm_kcase_alloc(kcase, B * H, sizeof(float));
+        float *bt = lm_kcase_alloc(kcase, B * G * N, sizeof(float));
+        float *ct = lm_kcase_alloc(kcase, B * G * N, sizeof(float));
+        float *yt = lm_kcase_alloc(kcase, B * H * P, sizeof(float));
+        if (!xt || !dtt || !bt || !ct || !yt)
+            return no_memory(kcase, err);
+        for (size_t t = 0; t < L && status == LM_OK; t++) {
+            for (size_t bi = 0; bi < B; bi++) {
+                memcpy(xt + bi * H * P, p.x + (bi * L + t) * H * P, H * P * sizeof(float));
+                memcpy(dtt + bi * H, p.dt_raw + (bi * L + t) * H, H * sizeof(float));
+                memcpy(bt + bi * G * N, p.b + (bi * L + t) * G * N, G * N * sizeof(float));
+                memcpy(ct + bi * G * N, p.c + (bi * L + t) * G * N, G * N * sizeof(float));
+            }
+            lm_ssm_ssd_f32 step = {B, 1, H, P, G, N, xt, dtt, p.dt_bias, p.a, bt, ct, p.skip,
+                                   state, yt, state};
+            status = lm_ssm_ssd_decode_f32(&step, err);
+            for (size_t bi = 0; bi < B; bi++)
+                memcpy(res + (bi * L + t) * H * P, yt + bi * H * P, H * P * sizeof(float));
+        }
+    }
+    if (status != LM_OK)
+        return status;
+    for (size_t i = 0; i < out->count; i++)
+        out->values[i] = (double)res[i];
+    return LM_OK;
+}
+
+/* ---- delta_rule ----------------------------------------------------------------------------
+ * Recipe, shape {heads H, length L, d_key dk, d_value dv}, r = 1 / sqrt(dk):
+ *   q = standard_normal((H, L, dk)) * r; k = standard_normal((H, L, dk));
+ *   v = standard_normal((H, L, dv)); beta = uniform(0, 1, (H, L)) with beta[0, 0] = 1;
+ *   gate = uniform(0.7, 1.0, (H, L)); s0 = standard_normal((H, dv, dk)) * 0.5.
+ * Options: gated (boolean: use gate), s0 (boolean), chunk (integer: the chunked WY form;
+ * absent: recurrent), zero_key (boolean: k[0, L-1, :] = 0, a bad-input case).
+ * Output: y {H, L, dv} then s_final {H, dv, dk}. */
+static lm_status run_delta(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
+                           lm_error *err)
+{
+    static const char *const dtypes[] = {"f32", "f64", NULL};
+    static const char *const options[] = {"gated", "s0", "chunk", "zero_key", NULL};
+    size_t H, L, dk, dv;
+    bool gated, use_s0, zero_key;
+    long long chunk;
+    lm_status status;
+    if ((status = lm_kcase_dtype_in(kcase, dtypes, err)) != LM_OK ||
+        (status = lm_kcase_known_options(kcase, options, err)) != LM_OK ||
+        (status = lm_kcase_size(kcase, "heads", &H, err)) != LM_OK ||
+        (status = lm_kcase_size(kcase, "length", &L, err)) != LM_OK ||
+        (status = lm_kcase_size(kcase, "d_key", &dk, err)) != LM_OK ||
+        (status = lm_kcase_size(kcase, "d_value", &dv, err)) != LM_OK ||
+        (status = lm_kcase_opt_bool(kcase, "gated", false, &gated, err)) != LM_OK ||
+        (status = lm_kcase_opt_bool(kcase, "s0", false, &use_s0, err)) != LM_OK ||
+        (status = lm_kcase_opt_bool(kcase, "zero_key", false, &zero_key, err)) != LM_OK ||
+        (status = lm_kcase_opt_int(kcase, "chunk", -1, &chunk, err)) != LM_OK)
+        return status;
+    if (H * L * (dk + dv) > ((size_t)1 << 24) || H * dk * dv > ((size_t)1 << 24) || chunk < -1)
+        return lm_fail(err, LM_ERR_SCHEMA, "case %s: shape too large or chunk negative",
+                       kcase->id);
+    const double r = 1.0 / sqrt((double)dk);
+    const size_t nq = H * L * dk, nv = H * L * dv, ns = H * dv * dk;
+    double *q = lm_kcase_normal(kcase, rng, nq);
+    double *k = lm_kcase_normal(kcase, rng, nq);
+    double *v = lm_kcase_normal(kcase, rng, nv);
+    double *beta = lm_kcase_uniform(kcase, rng, 0.0, 1.0, H * L);
+    double *g = lm_kcase_uniform(kcase, rng, 0.7, 1.0, H * L);
+    double *s0 = lm_kcase_normal(kcase, rng, ns);
+    if (!q || !k || !v || !beta || !g || !s0)
+        return no_memory(kcase, err);
+    for (size_t i = 0; i < nq; i++)
+        q[i] *= r;
+    for (size_t i = 0; i < ns; i++)
+        s0[i] *= 0.5;
+    beta[0] = 1.0;
+    if (zero_key)
+        for (size_t c = 0; c < dk; c++)
+            k[(L - 1) * dk + c] = 0.0;
+    if ((status = lm_kcase_output(kcase, nv + ns, out, err)) != LM_OK)
+        return status;
+    if (ops == NULL) {
+        lm_delta_seq_f64 p = {H, L, dk, dv, q, k, v, beta, gated ? g : NULL,
+                              use_s0 ? s0 : NULL, out->values, out->values + nv};
+        return lm_delta_gated_f64_ref(&p, err);
+    }
+    float *res = lm_kcase_alloc(kcase, nv + ns, sizeof(float));
+    lm_delta_seq_f32 p = {H, L, dk, dv, to_f32(kcase, q, nq), to_f32(kcase, k, nq),
+                          to_f32(kcase, v, nv), to_f32(kcase, beta, H * L),
+                          gated ? to_f32(kcase, g, H * L) : NULL,
+                          use_s0 ? to_f32(kcase, s0, ns) : NULL, res, res ? res + nv : NULL};
+    if (!res || !p.q || !p.k || !p.v || !p.beta || (gated && !p.gate) || (use_s0 && !p.s0))
+        return no_memory(kcase, err);
+    const bool chunked = chunk >= 0;
+    if ((status = lm_delta_rule_f32(chunked ? ops->delta_chunked_f32 : ops->delta_recurrent_f32,
+                                    chunked, &p, chunked ? (size_t)chunk : 0, err)) != LM_OK)
+        return status;
+    for (size_t i = 0; i < out->count; i++)
+        out->values[i] = (double)res[i];
+    return LM_OK;
+}
+
+static const lm_kernel_entry entries[] = {
+    {"ssm_mamba1_scan", run_mamba1,
+     "Mamba-1 selective scan (softplus delta, exact ZOH or delta*B), y then final state"},
+    {"conv_causal", run_conv, "causal depthwise conv with tail state, y then tail_out"},
+    {"scan_affine", run_scan_affine,
+     "h_t = a_t h_{t-1} + b_t, sequential or three-phase chunked over time, states {T, W}"},
+    {"linear_attention", run_linear,
+     "linear attention (additive / elu+1 normalized, gated), recurrent or chunked"},
+    {"ssm_ssd", run_ssd, "Mamba-2 SSD: recurrent, chunked or decode steps; y then h_final"},
+    {"delta_rule", run_delta,
+     "(gated) delta rule, unit keys: recurrent or chunked WY form; y then s_final"},
+};
+
+const lm_kernel_entry *lm_kcases_recurrent(size_t *count)
+{
+    *count = sizeof entries / sizeof entries[0];
+    return entries;
+}

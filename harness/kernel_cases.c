@@ -1,0 +1,297 @@
+/* Kernel-contract cases: field access with case-named errors, case-owned memory, recipe
+ * draws, and running one case through its registered runner (see kernel_cases.h). */
+#include "kernel_cases.h"
+#include "jsonx.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+enum { PATH_TEXT = 160 };
+#define LM_KCASE_MAX_SIZE ((size_t)1 << 31)
+
+/* Re-labels a jsonx failure with the case id: "case <id>: <message>". */
+static lm_status relabel(const lm_kcase *kcase, lm_error *err, const lm_error *inner)
+{
+    return lm_fail(err, inner->status, "case %s: %s", kcase->id, inner->message);
+}
+
+static lm_status field_path(const lm_kcase *kcase, const char *group, const char *name,
+                            char path[PATH_TEXT], lm_error *err)
+{
+    int length = snprintf(path, PATH_TEXT, "%s.%s", group, name);
+    if (length < 0 || length >= PATH_TEXT)
+        return lm_fail(err, LM_ERR_ARG, "case %s: field name %s.%s is too long", kcase->id,
+                       group, name);
+    return LM_OK;
+}
+
+static lm_status size_field(const lm_kcase *kcase, const char *name, size_t minimum,
+                            size_t *out, lm_error *err)
+{
+    char path[PATH_TEXT];
+    lm_status status = field_path(kcase, "shape", name, path, err);
+    if (status != LM_OK)
+        return status;
+    lm_error inner;
+    long long value;
+    status = lm_json_int(kcase->json, path, &value, &inner);
+    if (status != LM_OK)
+        return relabel(kcase, err, &inner);
+    if (value < (long long)minimum || (unsigned long long)value >= LM_KCASE_MAX_SIZE)
+        return lm_fail(err, LM_ERR_SCHEMA,
+                       "case %s: %s must be an integer in [%zu, 2^31), got %lld", kcase->id, path,
+                       minimum, value);
+    *out = (size_t)value;
+    return LM_OK;
+}
+
+lm_status lm_kcase_size(const lm_kcase *kcase, const char *name, size_t *out, lm_error *err)
+{
+    return size_field(kcase, name, 1, out, err);
+}
+
+lm_status lm_kcase_size0(const lm_kcase *kcase, const char *name, size_t *out, lm_error *err)
+{
+    return size_field(kcase, name, 0, out, err);
+}
+
+/* The option's JSON value, or NULL when the case has no such option. */
+static const json_t *option(const lm_kcase *kcase, const char *name)
+{
+    const json_t *options = json_object_get(kcase->json, "options");
+    return json_is_object(options) ? json_object_get(options, name) : NULL;
+}
+
+lm_status lm_kcase_opt_int(const lm_kcase *kcase, const char *name, long long fallback,
+                           long long *out, lm_error *err)
+{
+    const json_t *value = option(kcase, name);
+    if (value == NULL) {
+        *out = fallback;
+        return LM_OK;
+    }
+    if (!json_is_integer(value))
+        return lm_fail(err, LM_ERR_TYPE, "case %s: options.%s must be an integer", kcase->id,
+                       name);
+    *out = (long long)json_integer_value(value);
+    return LM_OK;
+}
+
+lm_status lm_kcase_opt_real(const lm_kcase *kcase, const char *name, double fallback,
+                            double *out, lm_error *err)
+{
+    const json_t *value = option(kcase, name);
+    if (value == NULL) {
+        *out = fallback;
+        return LM_OK;
+    }
+    if (!json_is_number(value)) /* jansson: integer or real; booleans are not numbers */
+        return lm_fail(err, LM_ERR_TYPE, "case %s: options.%s must be a number", kcase->id,
+                       name);
+    *out = json_number_value(value);
+    return LM_OK;
+}
+
+lm_status lm_kcase_opt_string(const lm_kcase *kcase, const char *name, const char *fallback,
+                              const char **out, lm_error *err)
+{
+    const json_t *value = option(kcase, name);
+    if (value == NULL) {
+        *out = fallback;
+        return LM_OK;
+    }
+    if (!json_is_string(value))
+        return lm_fail(err, LM_ERR_TYPE, "case %s: options.%s must be a string", kcase->id,
+                       name);
+    *out = json_string_value(value);
+    return LM_OK;
+}
+
+lm_status lm_kcase_opt_bool(const lm_kcase *kcase, const char *name, bool fallback, bool *out,
+                            lm_error *err)
+{
+    const json_t *value = option(kcase, name);
+    if (value == NULL) {
+        *out = fallback;
+        return LM_OK;
+    }
+    if (!json_is_boolean(value))
+        return lm_fail(err, LM_ERR_TYPE, "case %s: options.%s must be true or false", kcase->id,
+                       name);
+    *out = json_is_true(value);
+    return LM_OK;
+}
+
+lm_status lm_kcase_known_options(const lm_kcase *kcase, const char *const *known,
+                                 lm_error *err)
+{
+    const json_t *options = json_object_get(kcase->json, "options");
+    if (options == NULL)
+        return LM_OK;
+    if (!json_is_object(options))
+        return lm_fail(err, LM_ERR_TYPE, "case %s: options must be an object", kcase->id);
+    const char *key;
+    const json_t *value;
+    json_object_foreach((json_t *)(uintptr_t)options, key, value) {
+        (void)value;
+        bool found = false;
+        for (size_t i = 0; known[i] != NULL && !found; i++)
+            found = strcmp(known[i], key) == 0;
+        if (!found)
+            return lm_fail(err, LM_ERR_SCHEMA, "case %s: kernel %s has no option '%s'",
+                           kcase->id, kcase->kernel, key);
+    }
+    return LM_OK;
+}
+
+lm_status lm_kcase_dtype_in(const lm_kcase *kcase, const char *const *supported, lm_error *err)
+{
+    char list[128] = "";
+    size_t used = 0;
+    for (size_t i = 0; supported[i] != NULL; i++) {
+        if (strcmp(supported[i], kcase->dtype) == 0)
+            return LM_OK;
+        int wrote = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "",
+                             supported[i]);
+        if (wrote > 0 && (size_t)wrote < sizeof list - used)
+            used += (size_t)wrote;
+    }
+    return lm_fail(err, LM_ERR_UNSUPPORTED,
+                   "case %s: dtype %s is not supported by kernel %s (supported: %s)", kcase->id,
+                   kcase->dtype, kcase->kernel, list);
+}
+
+void *lm_kcase_alloc(lm_kcase *kcase, size_t count, size_t size)
+{
+    if (size != 0 && count > SIZE_MAX / size)
+        return NULL;
+    if (kcase->scratch_count == kcase->scratch_capacity) {
+        size_t capacity = kcase->scratch_capacity ? 2 * kcase->scratch_capacity : 16;
+        void **grown = lm_alloc(capacity * sizeof *grown);
+        if (grown == NULL)
+            return NULL;
+        if (kcase->scratch_count)
+            memcpy(grown, kcase->scratch, kcase->scratch_count * sizeof *grown);
+        lm_free(kcase->scratch);
+        kcase->scratch = grown;
+        kcase->scratch_capacity = capacity;
+    }
+    void *block = lm_alloc(count * size);
+    if (block != NULL)
+        kcase->scratch[kcase->scratch_count++] = block;
+    return block;
+}
+
+lm_status lm_kcase_output(lm_kcase *kcase, size_t count, lm_kout *out, lm_error *err)
+{
+    out->values = lm_kcase_alloc(kcase, count, sizeof(double));
+    out->count = count;
+    if (out->values == NULL)
+        return lm_fail(err, LM_ERR_NOMEM, "case %s: no memory for %zu outputs", kcase->id,
+                       count);
+    return LM_OK;
+}
+
+double *lm_kcase_normal(lm_kcase *kcase, lm_rng *rng, size_t count)
+{
+    double *values = lm_kcase_alloc(kcase, count, sizeof(double));
+    if (values != NULL)
+        lm_rng_fill_standard_normal(rng, values, count);
+    return values;
+}
+
+double *lm_kcase_uniform(lm_kcase *kcase, lm_rng *rng, double low, double high, size_t count)
+{
+    double *values = lm_kcase_alloc(kcase, count, sizeof(double));
+    if (values != NULL)
+        lm_rng_fill_uniform(rng, low, high, values, count);
+    return values;
+}
+
+float *lm_kcase_to_f32(lm_kcase *kcase, const double *values, size_t count)
+{
+    float *copy = lm_kcase_alloc(kcase, count, sizeof(float));
+    if (copy != NULL)
+        for (size_t i = 0; i < count; i++)
+            copy[i] = (float)values[i];
+    return copy;
+}
+
+void lm_round_to_f32(double *values, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        values[i] = (double)(float)values[i];
+}
+
+static lm_status string_field(const json_t *json, const char *name, size_t index,
+                              const char *id, const char **out, lm_error *err)
+{
+    lm_error inner;
+    lm_status status = lm_json_string(json, name, out, &inner);
+    if (status == LM_OK)
+        return LM_OK;
+    if (id != NULL)
+        return lm_fail(err, status, "case %s: %s", id, inner.message);
+    return lm_fail(err, status, "cases[%zu]: %s", index, inner.message);
+}
+
+lm_status lm_kcase_open(lm_kcase *kcase, const json_t *json, size_t index, lm_error *err)
+{
+    *kcase = (lm_kcase){.json = json};
+    if (!json_is_object(json))
+        return lm_fail(err, LM_ERR_TYPE, "cases[%zu] must be an object", index);
+    lm_status status = string_field(json, "id", index, NULL, &kcase->id, err);
+    if (status == LM_OK)
+        status = string_field(json, "kernel", index, kcase->id, &kcase->kernel, err);
+    if (status == LM_OK)
+        status = string_field(json, "dtype", index, kcase->id, &kcase->dtype, err);
+    if (status != LM_OK)
+        return status;
+    lm_error inner;
+    long long seed;
+    status = lm_json_int(json, "seed", &seed, &inner);
+    if (status != LM_OK)
+        return relabel(kcase, err, &inner);
+    if (seed < 0)
+        return lm_fail(err, LM_ERR_ARG, "case %s: seed must be a non-negative integer, got %lld",
+                       kcase->id, seed);
+    kcase->seed = (unsigned long long)seed;
+    const json_t *shape = json_object_get(json, "shape");
+    if (shape != NULL && !json_is_object(shape))
+        return lm_fail(err, LM_ERR_TYPE, "case %s: shape must be an object", kcase->id);
+    const json_t *options = json_object_get(json, "options");
+    if (options != NULL && !json_is_object(options))
+        return lm_fail(err, LM_ERR_TYPE, "case %s: options must be an object", kcase->id);
+    return LM_OK;
+}
+
+void lm_kcase_release(lm_kcase *kcase)
+{
+    for (size_t i = 0; i < kcase->scratch_count; i++)
+        lm_free(kcase->scratch[i]);
+    lm_free(kcase->scratch);
+    kcase->scratch = NULL;
+    kcase->scratch_count = kcase->scratch_capacity = 0;
+}
+
+lm_status lm_kcase_run(lm_kcase *kcase, const lm_ops *ops, lm_kout *out, lm_error *err)
+{
+    const lm_kernel_entry *entry = lm_kernel_find(kcase->kernel);
+    if (entry == NULL)
+        return lm_fail(err, LM_ERR_SCHEMA,
+                       "case %s: unknown kernel '%s' (no runner registered in "
+                       "harness/kernel_registry.c)", kcase->id, kcase->kernel);
+    bool reference = strcmp(kcase->dtype, "f64") == 0;
+    if (!reference && ops == NULL)
+        return lm_fail(err, LM_ERR_ARG, "case %s: dtype %s needs an ISA path", kcase->id,
+                       kcase->dtype);
+    lm_rng rng;
+    lm_rng_seed(&rng, (uint64_t)kcase->seed);
+    *out = (lm_kout){NULL, 0};
+    lm_status status = entry->run(kcase, &rng, reference ? NULL : ops, out, err);
+    if (status == LM_OK && out->values == NULL)
+        return lm_fail(err, LM_ERR_ARG, "case %s: runner for %s returned no output", kcase->id,
+                       kcase->kernel);
+    return status;
+}

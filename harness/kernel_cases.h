@@ -1,0 +1,127 @@
+/* Kernel-contract cases (schema "longmix-kernels/1"): what a kernel runner sees and the
+ * registry that maps a case's "kernel" name to its runner.
+ *
+ * A runner rebuilds one case's inputs from lm_rng by the kernel's recipe (docs/contracts.md,
+ * section "kernels"), runs the kernel of the lm_ops table it is given (or the float64
+ * reference when the case's dtype is "f64"), and returns the output as a flat float64
+ * vector in C order. The core (kernels_contract.c) seeds the generator, picks the ISA
+ * paths, takes the statistics and compares them with the contract.
+ *
+ * Adding a family: write harness/kcases_<family>.c with static runners and one public
+ * function `const lm_kernel_entry *lm_kcases_<family>(size_t *count)` returning its table,
+ * then add one line to the `families` table of harness/kernel_registry.c. */
+#ifndef LONGMIX_KERNEL_CASES_H
+#define LONGMIX_KERNEL_CASES_H
+
+#include "longmix.h"
+#include "lm_ops.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* One case of the contract, as handed to a runner. Memory taken with lm_kcase_alloc lives
+ * until the core has read the output; runners never free it. */
+typedef struct lm_kcase {
+    const char *id;       /* "gemv_rowdot/n7_d37": names every check and every error */
+    const char *kernel;   /* the registry name */
+    const char *dtype;    /* fast-path dtype ("f32", ...) or "f64" for the reference */
+    unsigned long long seed; /* numpy.random.default_rng(seed) */
+    const json_t *json;   /* the case object: "shape", "options", ... */
+    void **scratch;       /* allocations owned by the case (core-managed) */
+    size_t scratch_count, scratch_capacity;
+} lm_kcase;
+
+/* A runner's output: `count` float64 values in C order of the kernel's output array (the
+ * recipe says which array and in which layout). `values` comes from lm_kcase_alloc. */
+typedef struct lm_kout {
+    double *values;
+    size_t count;
+} lm_kout;
+
+/* Builds the inputs from `rng` (already seeded with the case's seed), runs the kernel of
+ * `ops` (NULL for dtype "f64": run the float64 reference) and fills *out. Returns LM_OK,
+ * or LM_ERR_SCHEMA / LM_ERR_TYPE / LM_ERR_ARG for a case it cannot run (unknown option,
+ * bad shape: the message names the case and the field), LM_ERR_UNSUPPORTED for a dtype
+ * the kernel has no path for, LM_ERR_NOMEM. A kernel status (shape, domain...) from the
+ * kernel itself is returned as is. */
+typedef lm_status (*lm_kernel_runner)(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops,
+                                      lm_kout *out, lm_error *err);
+
+typedef struct lm_kernel_entry {
+    const char *name;        /* the case's "kernel" */
+    lm_kernel_runner run;
+    const char *summary;     /* one line: what the kernel computes */
+} lm_kernel_entry;
+
+/* ---- family tables (one per harness/kcases_<family>.c) ------------------------------ */
+
+const lm_kernel_entry *lm_kcases_core(size_t *count);      /* harness/kcases_core.c */
+const lm_kernel_entry *lm_kcases_attention(size_t *count); /* harness/kcases_attention.c */
+const lm_kernel_entry *lm_kcases_recurrent(size_t *count); /* harness/kcases_recurrent.c */
+const lm_kernel_entry *lm_kcases_lesson(size_t *count);    /* harness/kcases_lesson.c */
+
+/* The registered runner of `name`, or NULL. */
+const lm_kernel_entry *lm_kernel_find(const char *name);
+/* Every registered entry, in registry order: calls visit(entry, context) for each. */
+void lm_kernel_each(void (*visit)(const lm_kernel_entry *entry, void *context), void *context);
+
+/* ---- case access (for runners) --------------------------------------------------------
+ * Every failure message starts with "case <id>: " and names the field. */
+
+/* shape.<name>: an integer in [1, 2^31); LM_ERR_SCHEMA (a case that cannot be run) when out
+ * of range, LM_ERR_TYPE when not an integer. */
+lm_status lm_kcase_size(const lm_kcase *kcase, const char *name, size_t *out, lm_error *err);
+/* shape.<name> like lm_kcase_size but 0 is allowed (n = 0 cases of bad-input tests). */
+lm_status lm_kcase_size0(const lm_kcase *kcase, const char *name, size_t *out, lm_error *err);
+/* options.<name>: integer / number / string / boolean, or `fallback` when absent. A present
+ * option of the wrong JSON kind is LM_ERR_TYPE (booleans are never numbers). */
+lm_status lm_kcase_opt_int(const lm_kcase *kcase, const char *name, long long fallback,
+                           long long *out, lm_error *err);
+lm_status lm_kcase_opt_real(const lm_kcase *kcase, const char *name, double fallback,
+                            double *out, lm_error *err);
+lm_status lm_kcase_opt_string(const lm_kcase *kcase, const char *name, const char *fallback,
+                              const char **out, lm_error *err);
+lm_status lm_kcase_opt_bool(const lm_kcase *kcase, const char *name, bool fallback, bool *out,
+                            lm_error *err);
+/* LM_ERR_SCHEMA when "options" holds a key not in the NULL-terminated list `known`, so a
+ * misspelt option is an error rather than silently the default. */
+lm_status lm_kcase_known_options(const lm_kcase *kcase, const char *const *known,
+                                 lm_error *err);
+/* LM_ERR_UNSUPPORTED "case <id>: dtype <d> is not supported by kernel <k> (supported: ...)"
+ * unless the case's dtype is one of the NULL-terminated `supported`. */
+lm_status lm_kcase_dtype_in(const lm_kcase *kcase, const char *const *supported,
+                            lm_error *err);
+
+/* A zero-filled 64-byte aligned block of count * size bytes owned by the case, or NULL
+ * (overflow or out of memory; the caller returns LM_ERR_NOMEM). */
+void *lm_kcase_alloc(lm_kcase *kcase, size_t count, size_t size);
+/* Allocates *out with `count` outputs; LM_ERR_NOMEM naming the case on failure. */
+lm_status lm_kcase_output(lm_kcase *kcase, size_t count, lm_kout *out, lm_error *err);
+
+/* ---- recipe helpers ---------------------------------------------------------------- */
+
+/* `count` draws of rng.standard_normal (C order), as a case-owned float64 array; NULL when
+ * out of memory. */
+double *lm_kcase_normal(lm_kcase *kcase, lm_rng *rng, size_t count);
+/* `count` draws of rng.uniform(low, high), case-owned; NULL when out of memory. */
+double *lm_kcase_uniform(lm_kcase *kcase, lm_rng *rng, double low, double high, size_t count);
+/* A case-owned float32 copy of values[0..count) (round to nearest); NULL when out of memory. */
+float *lm_kcase_to_f32(lm_kcase *kcase, const double *values, size_t count);
+/* Rounds values[0..count) in place to the nearest float32 (NumPy's .astype(np.float32)
+ * .astype(np.float64)), so a float64 reference sees exactly the fast path's inputs. */
+void lm_round_to_f32(double *values, size_t count);
+
+/* ---- running (core; also used by tests) ---------------------------------------------- */
+
+/* Reads id, kernel, dtype and seed of the case object `json` (index `index` in "cases",
+ * used in messages) into *kcase. LM_ERR_SCHEMA / LM_ERR_TYPE naming the field. */
+lm_status lm_kcase_open(lm_kcase *kcase, const json_t *json, size_t index, lm_error *err);
+/* Frees every case-owned allocation (the case can be run again afterwards). */
+void lm_kcase_release(lm_kcase *kcase);
+/* Seeds a fresh generator with the case's seed and runs the case's registered runner on
+ * `ops` (NULL for dtype "f64"). LM_ERR_SCHEMA "case <id>: unknown kernel <k>" when no
+ * runner is registered under the case's kernel name. */
+lm_status lm_kcase_run(lm_kcase *kcase, const lm_ops *ops, lm_kout *out, lm_error *err);
+
+#endif

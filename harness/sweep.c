@@ -1,0 +1,681 @@
+/* longmix sweep: run bench-registry kernels over a grid of configurations into a tidy
+ * results CSV (atomic writes, --resume, --shard, Ctrl-C safe), and longmix merge. */
+#include "bench.h"
+#include "cli.h"
+#include "csv.h"
+#include "opts.h"
+#include "progress.h"
+#include "roofline.h"
+#include "topo.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static volatile sig_atomic_t interrupted = 0;
+
+static void on_interrupt(int signal_number)
+{
+    (void)signal_number;
+    interrupted = 1;
+}
+
+static void sweep_usage(FILE *out)
+{
+    fprintf(out,
+        "usage: longmix sweep [--kernel K[,K...]|all] [--ctx LIST] [--chunk LIST] [--bits LIST]\n"
+        "                     [--threads LIST] [--isa LIST] [--dtype LIST] [--reps N]\n"
+        "                     [--out results/FILE.csv] [--resume] [--shard K/N]\n"
+        "                     [--preset decode-ctx|prefill-ctx|chunk-size|kv-bits|smoke]\n"
+        "                     [--heads H] [--kv-heads H] [--head-dim D] [--d-inner D]\n"
+        "                     [--d-state N] [--batch B] [--seed S] [--oversubscribe]\n"
+        "                     [--no-roofline] [--list] [--dry-run]\n\n"
+        "Runs every configuration (kernel x isa x threads x dtype x bits x chunk x ctx): one\n"
+        "warm-up, then --reps timed repetitions (median, min, quartiles), the output checked\n"
+        "against a float64 reference (a wrong output is a failed row). Rows go to a tidy CSV\n"
+        "with the DESIGN.md columns, rewritten atomically after every row; Ctrl-C keeps the\n"
+        "rows done. Options a kernel does not use are ignored for it (written as 0).\n"
+        "LIST: 1,2,4 | 4k,16k | 256..16384 (doubling). Unset lists use each kernel's defaults.\n"
+        "  --kernel     bench-registry names (--list shows them; default: all)\n"
+        "  --isa        scalar,avx2,avx512,neon, all, active (default: active)\n"
+        "  --threads    default 1; auto = 1 and the core count; cores; above the core\n"
+        "               count needs --oversubscribe\n"
+        "  --reps N     timed repetitions (default 5)\n"
+        "  --out FILE   default results/sweep.csv\n"
+        "  --resume     keep FILE's rows and skip configurations already in it\n"
+        "  --shard K/N  run configurations i with i %% N == K-1 (spread a sweep over machines;\n"
+        "               join with longmix merge)\n"
+        "  --no-roofline  skip the same-run roofline (roofline_frac written as 0)\n"
+        "  --dry-run    print the configurations, measure nothing\n");
+}
+
+enum { MAX_KERNELS = 64 };
+
+typedef struct sweep_options {
+    const char *kernel_text, *ctx_text, *chunk_text, *bits_text, *threads_text, *isa_text;
+    const char *dtype_text, *out_path, *shard_text, *preset;
+    long heads, kv_heads, head_dim, d_inner, d_state, batch;
+    long seed;
+    int reps;
+    bool resume, oversubscribe, no_roofline, list, dry_run;
+} sweep_options;
+
+static int fail_usage(const char *message)
+{
+    fprintf(stderr, "longmix sweep: %s\n", message);
+    return LM_EXIT_USAGE;
+}
+
+static bool parse_long(const char *text, long min, long *out)
+{
+    char *end;
+    long v = strtol(text, &end, 10);
+    if (end == text || *end != '\0' || v < min)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* Options of --heads ... --seed: -1 means "the kernel's default". */
+static int parse_options(int argc, char **argv, sweep_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->heads = o->kv_heads = o->head_dim = o->d_inner = o->d_state = o->batch = o->seed = -1;
+    o->reps = 5;
+    o->out_path = "results/sweep.csv";
+    o->isa_text = "active";
+    o->threads_text = "1";
+    struct {
+        const char *name;
+        const char **text;
+    } texts[] = {{"--kernel", &o->kernel_text}, {"--ctx", &o->ctx_text},
+                 {"--chunk", &o->chunk_text},   {"--bits", &o->bits_text},
+                 {"--threads", &o->threads_text}, {"--isa", &o->isa_text},
+                 {"--dtype", &o->dtype_text},   {"--out", &o->out_path},
+                 {"--shard", &o->shard_text},   {"--preset", &o->preset}};
+    struct {
+        const char *name;
+        long *value;
+        long min;
+    } longs[] = {{"--heads", &o->heads, 1},   {"--kv-heads", &o->kv_heads, 1},
+                 {"--head-dim", &o->head_dim, 1}, {"--d-inner", &o->d_inner, 1},
+                 {"--d-state", &o->d_state, 1}, {"--batch", &o->batch, 1},
+                 {"--seed", &o->seed, 0}};
+    struct {
+        const char *name;
+        bool *flag;
+    } flags[] = {{"--resume", &o->resume},           {"--oversubscribe", &o->oversubscribe},
+                 {"--no-roofline", &o->no_roofline}, {"--list", &o->list},
+                 {"--dry-run", &o->dry_run}};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool known = false;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            sweep_usage(stdout);
+            return -1;
+        }
+        for (size_t k = 0; k < sizeof flags / sizeof flags[0] && !known; k++)
+            if (strcmp(a, flags[k].name) == 0)
+                *flags[k].flag = known = true;
+        if (known)
+            continue;
+        if (i + 1 >= argc) {
+            fprintf(stderr, "longmix sweep: %s needs a value (or is unknown)\n", a);
+            return LM_EXIT_USAGE;
+        }
+        for (size_t k = 0; k < sizeof texts / sizeof texts[0] && !known; k++)
+            if (strcmp(a, texts[k].name) == 0) {
+                *texts[k].text = argv[++i];
+                known = true;
+            }
+        for (size_t k = 0; k < sizeof longs / sizeof longs[0] && !known; k++)
+            if (strcmp(a, longs[k].name) == 0) {
+                if (!parse_long(argv[++i], longs[k].min, longs[k].value)) {
+                    fprintf(stderr, "longmix sweep: %s must be an integer >= %ld, got '%s'\n", a,
+                            longs[k].min, argv[i]);
+                    return LM_EXIT_USAGE;
+                }
+                known = true;
+            }
+        if (!known && strcmp(a, "--reps") == 0) {
+            long v;
+            if (!parse_long(argv[++i], 1, &v) || v > 10000)
+                return fail_usage("--reps must be an integer in 1..10000");
+            o->reps = (int)v;
+            known = true;
+        }
+        if (!known) {
+            fprintf(stderr, "longmix sweep: unknown option '%s'\n", a);
+            sweep_usage(stderr);
+            return LM_EXIT_USAGE;
+        }
+    }
+    return 0;
+}
+
+/* A preset fills the lists the user left unset. */
+static int apply_preset(sweep_options *o, char kernels[][32], size_t *kernel_count)
+{
+    const char *role_a = NULL, *role_b = NULL, *role_c = NULL;
+    unsigned needs = 0;
+    if (o->preset == NULL)
+        return 0;
+    if (strcmp(o->preset, "decode-ctx") == 0) {
+        role_a = "decode_attention", role_b = "decode_ssm";
+        if (!o->ctx_text)
+            o->ctx_text = "256..16384";
+    } else if (strcmp(o->preset, "prefill-ctx") == 0) {
+        role_a = "prefill_attention", role_b = "prefill_scan", role_c = "prefill_linear";
+        if (!o->ctx_text)
+            o->ctx_text = "256..4096";
+    } else if (strcmp(o->preset, "chunk-size") == 0) {
+        needs = LM_BENCH_USES_CHUNK;
+        if (!o->chunk_text)
+            o->chunk_text = "16..256";
+        if (!o->ctx_text)
+            o->ctx_text = "4096";
+    } else if (strcmp(o->preset, "kv-bits") == 0) {
+        /* every KV storage: float (32/16 bits) and quantized codes (8/4/2 bits) */
+        role_a = "decode_attention", role_b = "decode_attention_quantized";
+        if (!o->dtype_text)
+            o->dtype_text = "f32,f16,bf16,int8,int4,kivi4,kivi2";
+        if (!o->ctx_text)
+            o->ctx_text = "4096";
+    } else if (strcmp(o->preset, "smoke") == 0) {
+        if (!o->ctx_text)
+            o->ctx_text = "256";
+    } else {
+        fprintf(stderr, "longmix sweep: unknown --preset '%s' (decode-ctx, prefill-ctx, "
+                        "chunk-size, kv-bits, smoke)\n", o->preset);
+        return LM_EXIT_USAGE;
+    }
+    if (o->kernel_text != NULL)
+        return 0;
+    *kernel_count = 0;
+    for (size_t i = 0, n = lm_bench_count(); i < n && *kernel_count < MAX_KERNELS; i++) {
+        const lm_bench_case *c = lm_bench_at(i);
+        bool pick = needs ? (c->uses & needs) != 0
+                          : (role_a == NULL && role_b == NULL) ||
+                                (c->role != NULL &&
+                                 ((role_a && strcmp(c->role, role_a) == 0) ||
+                                  (role_b && strcmp(c->role, role_b) == 0) ||
+                                  (role_c && strcmp(c->role, role_c) == 0)));
+        if (pick)
+            snprintf(kernels[(*kernel_count)++], 32, "%s", c->name);
+    }
+    if (*kernel_count == 0) {
+        fprintf(stderr, "longmix sweep: --preset %s matches no registered kernel yet (longmix "
+                        "sweep --list)\n", o->preset);
+        return LM_EXIT_USAGE;
+    }
+    return 0;
+}
+
+static void list_kernels(void)
+{
+    for (size_t i = 0, n = lm_bench_count(); i < n; i++) {
+        const lm_bench_case *c = lm_bench_at(i);
+        printf("%-22s %-27s dtypes %-22s %s\n", c->name, c->role ? c->role : "-", c->dtypes,
+               c->summary);
+    }
+}
+
+/* The grid, parsed. */
+typedef struct sweep_grid {
+    const lm_bench_case *kernels[MAX_KERNELS];
+    size_t kernel_count;
+    long ctx[LM_LIST_MAX], chunk[LM_LIST_MAX], bits[LM_LIST_MAX], threads[LM_LIST_MAX];
+    size_t ctx_count, chunk_count, bits_count, thread_count;
+    lm_isa isas[LM_LIST_MAX];
+    size_t isa_count;
+    char dtypes[LM_LIST_MAX][32];
+    size_t dtype_count;
+} sweep_grid;
+
+static int build_grid(sweep_options *o, sweep_grid *g, int cores)
+{
+    lm_error err;
+    char names[MAX_KERNELS][32];
+    size_t name_count = 0;
+    memset(g, 0, sizeof *g);
+    int rc = apply_preset(o, names, &name_count);
+    if (rc != 0)
+        return rc;
+    if (o->kernel_text != NULL && strcmp(o->kernel_text, "all") != 0) {
+        if (lm_parse_word_list("--kernel", o->kernel_text, names, &name_count, &err) != LM_OK)
+            return fail_usage(err.message);
+    } else if (o->preset == NULL || o->kernel_text != NULL) {
+        name_count = 0;
+        for (size_t i = 0, n = lm_bench_count(); i < n && name_count < MAX_KERNELS; i++)
+            snprintf(names[name_count++], 32, "%s", lm_bench_at(i)->name);
+    }
+    for (size_t i = 0; i < name_count; i++) {
+        const lm_bench_case *c = lm_bench_find(names[i]);
+        if (c == NULL) {
+            fprintf(stderr, "longmix sweep: unknown kernel '%s' (longmix sweep --list shows the "
+                            "registered ones)\n", names[i]);
+            return LM_EXIT_USAGE;
+        }
+        g->kernels[g->kernel_count++] = c;
+    }
+    if (g->kernel_count == 0)
+        return fail_usage("no kernel selected (--kernel must not be empty)");
+#define LIST(text, min, arr, cnt)                                                              \
+    if ((text) != NULL &&                                                                      \
+        lm_parse_size_list("--" #arr, (text), (min), g->arr, &g->cnt, &err) != LM_OK)         \
+        return fail_usage(err.message);
+    LIST(o->ctx_text, 1, ctx, ctx_count)
+    LIST(o->chunk_text, 1, chunk, chunk_count)
+    LIST(o->bits_text, 1, bits, bits_count)
+#undef LIST
+    if (lm_parse_thread_list("--threads", o->threads_text, cores, g->threads, &g->thread_count,
+                             &err) != LM_OK)
+        return fail_usage(err.message);
+    if (lm_parse_isa_list("--isa", o->isa_text, g->isas, &g->isa_count, &err) != LM_OK)
+        return fail_usage(err.message);
+    for (size_t t = 0; t < g->thread_count; t++)
+        if (g->threads[t] > cores && !o->oversubscribe) {
+            fprintf(stderr, "longmix sweep: --threads %ld exceeds the %d cores of this machine "
+                            "(pass --oversubscribe to measure it anyway)\n", g->threads[t], cores);
+            return LM_EXIT_USAGE;
+        }
+    if (o->dtype_text != NULL) {
+        if (lm_parse_word_list("--dtype", o->dtype_text, g->dtypes, &g->dtype_count, &err) != LM_OK)
+            return fail_usage(err.message);
+        for (size_t d = 0; d < g->dtype_count; d++) {
+            bool any = false;
+            for (size_t k = 0; k < g->kernel_count && !any; k++)
+                any = lm_bench_supports_dtype(g->kernels[k], g->dtypes[d]);
+            if (!any) {
+                fprintf(stderr, "longmix sweep: no selected kernel supports --dtype %s\n",
+                        g->dtypes[d]);
+                return LM_EXIT_USAGE;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Every configuration of the grid, in order, duplicates (after ignoring unused fields)
+ * removed. */
+typedef struct sweep_plan {
+    lm_bench_config *configs;
+    const lm_bench_case **cases;
+    size_t count, capacity;
+} sweep_plan;
+
+static void config_key(const lm_bench_case *c, const lm_bench_config *k, char *out, size_t size)
+{
+    snprintf(out, size, "%s|%s|%d|%s|%d|%ld|%ld|%ld|%ld|%ld|%ld|%ld|%ld", c->name,
+             lm_isa_name(k->isa), k->threads, k->dtype, k->bits, k->n_ctx, k->chunk, k->heads,
+             k->kv_heads, k->head_dim, k->d_inner, k->d_state, k->batch);
+}
+
+static int plan_add(sweep_plan *p, const lm_bench_case *c, const lm_bench_config *k)
+{
+    char key[512], other[512];
+    config_key(c, k, key, sizeof key);
+    for (size_t i = 0; i < p->count; i++) {
+        config_key(p->cases[i], &p->configs[i], other, sizeof other);
+        if (strcmp(key, other) == 0)
+            return 0;
+    }
+    if (p->count == p->capacity) {
+        size_t capacity = p->capacity ? 2 * p->capacity : 64;
+        lm_bench_config *configs = realloc(p->configs, capacity * sizeof *configs);
+        if (configs == NULL)
+            return -1;
+        p->configs = configs;
+        const lm_bench_case **cases = realloc(p->cases, capacity * sizeof *cases);
+        if (cases == NULL)
+            return -1;
+        p->cases = cases;
+        p->capacity = capacity;
+    }
+    p->configs[p->count] = *k;
+    p->cases[p->count++] = c;
+    return 0;
+}
+
+/* Bits per stored value of a dtype name: its trailing number (f32 32, bf16 16, int4 4,
+ * kivi2 2), else `fallback`. */
+static int dtype_bits(const char *dtype, int fallback)
+{
+    size_t len = strlen(dtype), start = len;
+    while (start > 0 && dtype[start - 1] >= '0' && dtype[start - 1] <= '9')
+        start--;
+    return start < len ? atoi(dtype + start) : fallback;
+}
+
+static int build_plan(const sweep_options *o, const sweep_grid *g, sweep_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    for (size_t ki = 0; ki < g->kernel_count; ki++) {
+        const lm_bench_case *c = g->kernels[ki];
+        lm_bench_config base;
+        lm_bench_default_config(c, &base);
+        if (o->seed >= 0)
+            base.seed = (uint64_t)o->seed;
+#define GEOMETRY(field, flag)                                                                  \
+    if (!(c->uses & (flag)))                                                                   \
+        base.field = 0;                                                                        \
+    else if (o->field > 0)                                                                     \
+        base.field = o->field;
+        GEOMETRY(heads, LM_BENCH_USES_HEADS)
+        GEOMETRY(kv_heads, LM_BENCH_USES_HEADS)
+        GEOMETRY(head_dim, LM_BENCH_USES_HEADS)
+        GEOMETRY(d_inner, LM_BENCH_USES_SSM)
+        GEOMETRY(d_state, LM_BENCH_USES_SSM)
+        GEOMETRY(batch, LM_BENCH_USES_BATCH)
+#undef GEOMETRY
+        if (!(c->uses & LM_BENCH_USES_BATCH))
+            base.batch = 1;
+        size_t nd = g->dtype_count ? g->dtype_count : 1;
+        size_t nb = (c->uses & LM_BENCH_USES_BITS) && g->bits_count ? g->bits_count : 1;
+        size_t nc = (c->uses & LM_BENCH_USES_CHUNK) && g->chunk_count ? g->chunk_count : 1;
+        size_t nx = (c->uses & LM_BENCH_USES_CTX) && g->ctx_count ? g->ctx_count : 1;
+        for (size_t ii = 0; ii < g->isa_count; ii++)
+            for (size_t ti = 0; ti < g->thread_count; ti++)
+                for (size_t di = 0; di < nd; di++) {
+                    lm_bench_config k = base;
+                    k.isa = g->isas[ii];
+                    k.threads = (int)g->threads[ti];
+                    if (g->dtype_count) {
+                        if (!lm_bench_supports_dtype(c, g->dtypes[di]))
+                            continue;
+                        snprintf(k.dtype, sizeof k.dtype, "%.15s", g->dtypes[di]);
+                    }
+                    for (size_t bi = 0; bi < nb; bi++)
+                        for (size_t ci = 0; ci < nc; ci++)
+                            for (size_t xi = 0; xi < nx; xi++) {
+                                if ((c->uses & LM_BENCH_USES_BITS) && g->bits_count)
+                                    k.bits = (int)g->bits[bi];
+                                if ((c->uses & LM_BENCH_USES_CHUNK) && g->chunk_count)
+                                    k.chunk = g->chunk[ci];
+                                if ((c->uses & LM_BENCH_USES_CTX) && g->ctx_count)
+                                    k.n_ctx = g->ctx[xi];
+                                if (!(c->uses & LM_BENCH_USES_BITS))
+                                    k.bits = dtype_bits(k.dtype, base.bits);
+                                if (!(c->uses & LM_BENCH_USES_CHUNK))
+                                    k.chunk = 0;
+                                if (plan_add(p, c, &k) != 0)
+                                    return fail_usage("out of memory planning the sweep");
+                            }
+                }
+    }
+    return 0;
+}
+
+/* Same-run roofline limits, measured once per (isa, threads). */
+typedef struct limits_cache {
+    lm_roofline_limits items[LM_LIST_MAX * 4];
+    size_t count;
+} limits_cache;
+
+static const lm_roofline_limits *limits_for(limits_cache *cache, lm_isa isa, int threads)
+{
+    for (size_t i = 0; i < cache->count; i++)
+        if (cache->items[i].isa == isa && cache->items[i].threads == threads)
+            return &cache->items[i];
+    if (cache->count == sizeof cache->items / sizeof cache->items[0])
+        return NULL;
+    lm_roofline_limits *l = &cache->items[cache->count];
+    if (lm_roofline_quick(isa, threads, l, NULL) != LM_OK)
+        return NULL;
+    cache->count++;
+    return l;
+}
+
+static void fill_row(const lm_bench_case *c, const lm_bench_config *k, const lm_bench_result *r,
+                     const lm_roofline_limits *limits, lm_result_row *row)
+{
+    memset(row, 0, sizeof *row);
+    row->kernel = c->name;
+    row->isa = lm_isa_name(k->isa);
+    row->dtype = k->dtype;
+    row->threads = k->threads;
+    row->bits = k->bits;
+    row->reps = r->reps;
+    row->n_ctx = k->n_ctx;
+    row->chunk = k->chunk;
+    row->heads = k->heads;
+    row->kv_heads = k->kv_heads;
+    row->head_dim = k->head_dim;
+    row->d_inner = k->d_inner;
+    row->d_state = k->d_state;
+    row->batch = k->batch;
+    row->time = r->time;
+    row->flops = r->flops;
+    row->bytes = r->bytes;
+    row->err_max = r->err_max;
+    row->checksum = r->checksum;
+    double t = r->time.median;
+    row->gflops = t > 0.0 ? r->flops / t * 1e-9 : 0.0;
+    row->gbps = t > 0.0 ? r->bytes / t * 1e-9 : 0.0;
+    if (limits != NULL) {
+        double attainable = lm_roofline_attainable(limits, r->flops, r->bytes);
+        row->roofline_frac = attainable > 0.0 ? row->gflops / attainable : 0.0;
+    }
+    row->status = r->status == LM_OK ? "ok" : r->status == LM_ERR_NUMERIC ? "wrong" : "error";
+    row->note = r->message;
+}
+
+static int run_sweep(sweep_options *o)
+{
+    lm_machine_meta meta;
+    lm_machine_meta_fill(&meta);
+    int cores = meta.cores > 0 ? meta.cores : 1;
+    sweep_grid grid;
+    int rc = build_grid(o, &grid, cores);
+    if (rc != 0)
+        return rc;
+    int shard_k = 1, shard_n = 1;
+    lm_error err;
+    if (o->shard_text != NULL && lm_parse_shard(o->shard_text, &shard_k, &shard_n, &err) != LM_OK)
+        return fail_usage(err.message);
+    sweep_plan plan;
+    rc = build_plan(o, &grid, &plan);
+    if (rc != 0)
+        return rc;
+    lm_csv csv;
+    if (o->resume) {
+        FILE *probe = fopen(o->out_path, "r");
+        if (probe != NULL) {
+            fclose(probe);
+            if (lm_csv_read(&csv, o->out_path, &err) != LM_OK ||
+                lm_csv_check_results_header(&csv, o->out_path, &err) != LM_OK ||
+                csv.columns != LM_RESULTS_COLUMNS) {
+                free(plan.configs), free(plan.cases);
+                return fail_usage(err.message);
+            }
+        } else if (lm_csv_init_results(&csv, &err) != LM_OK) {
+            return fail_usage(err.message);
+        }
+    } else if (lm_csv_init_results(&csv, &err) != LM_OK) {
+        return fail_usage(err.message);
+    }
+    /* Select this shard's configurations not already present. */
+    size_t *todo = malloc((plan.count ? plan.count : 1) * sizeof *todo), todo_count = 0;
+    size_t skipped = 0;
+    for (size_t i = 0; todo != NULL && i < plan.count; i++) {
+        if (!lm_shard_selects(i, shard_k, shard_n))
+            continue;
+        char key[512], have[512];
+        config_key(plan.cases[i], &plan.configs[i], key, sizeof key);
+        bool present = false;
+        for (size_t r = 0; r < csv.rows && !present; r++) {
+            lm_csv_row_key(&csv, r, have, sizeof have);
+            present = strcmp(key, have) == 0;
+        }
+        if (present)
+            skipped++;
+        else
+            todo[todo_count++] = i;
+    }
+    if (o->dry_run) {
+        for (size_t j = 0; j < todo_count; j++) {
+            char key[512];
+            config_key(plan.cases[todo[j]], &plan.configs[todo[j]], key, sizeof key);
+            printf("%s\n", key);
+        }
+        printf("%zu configurations (%zu already in %s)\n", todo_count, skipped, o->out_path);
+        free(todo), free(plan.configs), free(plan.cases), lm_csv_free(&csv);
+        return LM_EXIT_OK;
+    }
+    if (todo == NULL || lm_csv_write_atomic(&csv, o->out_path, &err) != LM_OK) {
+        fprintf(stderr, "longmix sweep: %s\n", todo ? err.message : "out of memory");
+        free(todo), free(plan.configs), free(plan.cases), lm_csv_free(&csv);
+        return LM_EXIT_USAGE;
+    }
+    struct sigaction action, previous;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = on_interrupt;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &previous);
+    limits_cache *limits = calloc(1, sizeof *limits);
+    lm_progress progress;
+    lm_progress_start(&progress, todo_count);
+    size_t failed = 0, done = 0;
+    int exit_code = LM_EXIT_OK;
+    for (size_t j = 0; j < todo_count && !interrupted; j++) {
+        const lm_bench_case *c = plan.cases[todo[j]];
+        const lm_bench_config *k = &plan.configs[todo[j]];
+        char label[160];
+        snprintf(label, sizeof label, "%s %s t%d %s n=%ld", c->name, lm_isa_name(k->isa),
+                 k->threads, k->dtype, k->n_ctx);
+        lm_progress_update(&progress, j, label);
+        const lm_roofline_limits *lim =
+            o->no_roofline || limits == NULL ? NULL : limits_for(limits, k->isa, k->threads);
+        lm_bench_result result;
+        lm_status s = lm_bench_measure(c, k, o->reps, (volatile const int *)&interrupted,
+                                       &result, &err);
+        if (interrupted)
+            break;
+        if (s != LM_OK) { /* setup failed: a failed row with the reason */
+            memset(&result, 0, sizeof result);
+            result.status = s;
+            result.err_max = -1.0;
+            snprintf(result.message, sizeof result.message, "%s", err.message);
+            c->cost(k, &result.flops, &result.bytes);
+        }
+        lm_result_row row;
+        fill_row(c, k, &result, lim, &row);
+        if (result.status != LM_OK) {
+            failed++;
+            lm_progress_finish(&progress);
+            fprintf(stderr, "longmix sweep: %s: %s: %s\n", label, row.status, result.message);
+        }
+        if (lm_result_append(&csv, &meta, &row, &err) != LM_OK ||
+            lm_csv_write_atomic(&csv, o->out_path, &err) != LM_OK) {
+            fprintf(stderr, "longmix sweep: %s\n", err.message);
+            exit_code = LM_EXIT_USAGE;
+            break;
+        }
+        done++;
+    }
+    lm_progress_finish(&progress);
+    sigaction(SIGINT, &previous, NULL);
+    if (interrupted) {
+        fprintf(stderr, "longmix sweep: interrupted; %s holds %zu rows (%zu new); rerun with "
+                        "--resume to finish\n", o->out_path, csv.rows, done);
+        exit_code = 130;
+    } else if (exit_code == LM_EXIT_OK) {
+        fprintf(stderr, "longmix sweep: %zu configurations measured, %zu skipped (present), %zu "
+                        "failed -> %s\n", done, skipped, failed, o->out_path);
+        if (failed)
+            exit_code = LM_EXIT_CHECK_FAILED;
+    }
+    free(limits), free(todo), free(plan.configs), free(plan.cases), lm_csv_free(&csv);
+    return exit_code;
+}
+
+int lm_cmd_sweep(int argc, char **argv)
+{
+    sweep_options o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc != 0)
+        return rc < 0 ? LM_EXIT_OK : rc;
+    if (o.list) {
+        list_kernels();
+        return LM_EXIT_OK;
+    }
+    return run_sweep(&o);
+}
+
+/* ---- merge ------------------------------------------------------------------------ */
+
+static void merge_usage(FILE *out)
+{
+    fprintf(out, "usage: longmix merge A.csv B.csv ... --out ALL.csv [--force]\n\n"
+                 "Joins results files (e.g. the shards of longmix sweep --shard K/N) into one,\n"
+                 "keeping the first row of each configuration. Refuses files whose rows come\n"
+                 "from different CPU models or git revisions unless --force.\n");
+}
+
+int lm_cmd_merge(int argc, char **argv)
+{
+    const char *out_path = NULL;
+    bool force = false;
+    const char **names = calloc((size_t)argc, sizeof *names);
+    size_t count = 0;
+    if (names == NULL)
+        return fail_usage("out of memory");
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            merge_usage(stdout);
+            free(names);
+            return LM_EXIT_OK;
+        } else if (strcmp(argv[i], "--force") == 0) {
+            force = true;
+        } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
+            out_path = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            fprintf(stderr, "longmix merge: unknown option '%s'\n", argv[i]);
+            merge_usage(stderr);
+            free(names);
+            return LM_EXIT_USAGE;
+        } else {
+            names[count++] = argv[i];
+        }
+    }
+    if (out_path == NULL || count == 0) {
+        merge_usage(stderr);
+        free(names);
+        return LM_EXIT_USAGE;
+    }
+    lm_csv *inputs = calloc(count, sizeof *inputs);
+    lm_csv merged;
+    lm_error err;
+    int rc = LM_EXIT_OK;
+    size_t read = 0;
+    for (; inputs != NULL && read < count; read++)
+        if (lm_csv_read(&inputs[read], names[read], &err) != LM_OK) {
+            rc = LM_EXIT_USAGE;
+            break;
+        }
+    if (inputs == NULL) {
+        rc = LM_EXIT_USAGE;
+        snprintf(err.message, sizeof err.message, "out of memory");
+    }
+    if (rc == LM_EXIT_OK) {
+        if (lm_results_merge(inputs, names, count, force, &merged, &err) != LM_OK) {
+            rc = LM_EXIT_USAGE;
+        } else {
+            if (lm_csv_write_atomic(&merged, out_path, &err) != LM_OK)
+                rc = LM_EXIT_USAGE;
+            else
+                fprintf(stderr, "longmix merge: %zu rows from %zu files -> %s\n", merged.rows,
+                        count, out_path);
+            lm_csv_free(&merged);
+        }
+    }
+    if (rc != LM_EXIT_OK)
+        fprintf(stderr, "longmix merge: %s\n", err.message);
+    for (size_t i = 0; i < read && inputs != NULL; i++)
+        lm_csv_free(&inputs[i]);
+    free(inputs);
+    free(names);
+    return rc;
+}

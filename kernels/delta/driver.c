@@ -1,0 +1,66 @@
+/* Operator driver of the (gated) delta rule: validate, one workspace per thread, heads
+ * split over OpenMP threads. */
+#include "delta.h"
+#include "lm_ops.h"
+
+#include <math.h>
+#include <omp.h>
+
+static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+size_t lm_delta_work_floats(const lm_delta_seq_f32 *p, size_t chunk)
+{
+    const size_t dk = p->d_key, dv = p->d_value;
+    const size_t C = chunk < p->length ? chunk : p->length;
+    /* St, kh, qd, kt, kk, qk, u, lg, cl (delta_body.h); covers the recurrent St, kh, u */
+    return round16(dk * dv) + 2 * round16(C * dk) + round16(dk * C) + 2 * round16(C * C) +
+           round16(C * dv) + 2 * round16(C) + round16(dk) + round16(dv);
+}
+
+lm_status lm_delta_rule_f32(lm_delta_head_f32_fn kernel, bool chunked,
+                            const lm_delta_seq_f32 *p, size_t chunk, lm_error *err)
+{
+    if (p == NULL)
+        return lm_fail(err, LM_ERR_ARG, "p must not be NULL");
+    const size_t H = p->heads, L = p->length, dk = p->d_key;
+    if (H == 0 || L == 0 || dk == 0 || p->d_value == 0)
+        return lm_fail(err, LM_ERR_SHAPE, "heads, length, d_key and d_value must be positive");
+    if (!p->q || !p->k || !p->v || !p->beta || !p->y)
+        return lm_fail(err, LM_ERR_SHAPE, "q, k, v, beta and y must be given");
+    if (chunked && chunk == 0)
+        return lm_fail(err, LM_ERR_ARG, "chunk must be positive");
+    for (size_t i = 0; i < H * L; i++) {
+        if (!(p->beta[i] >= 0.0f && p->beta[i] <= 1.0f))
+            return lm_fail(err, LM_ERR_ARG, "beta must lie in [0, 1], beta[%zu] = %g", i,
+                           (double)p->beta[i]);
+        if (p->gate != NULL && !(p->gate[i] > 0.0f && p->gate[i] <= 1.0f))
+            return lm_fail(err, LM_ERR_DOMAIN, "gate must lie in (0, 1], gate[%zu] = %g", i,
+                           (double)p->gate[i]);
+        const float *k = p->k + i * dk;
+        float top = 0.0f;
+        for (size_t c = 0; c < dk; c++)
+            top = fmaxf(top, fabsf(k[c]));
+        if (!(top > 0.0f) || !isfinite(top))
+            return lm_fail(err, LM_ERR_DOMAIN, "k must have non-zero (finite) norm: head %zu, "
+                           "token %zu", i / L, i % L);
+    }
+    if (kernel == NULL)
+        kernel = chunked ? lm_ops_active()->delta_chunked_f32
+                         : lm_ops_active()->delta_recurrent_f32;
+    if (!chunked)
+        chunk = 1;
+    const size_t per_thread = lm_delta_work_floats(p, chunk);
+    const int threads = H > 1 ? omp_get_max_threads() : 1;
+    float *work = lm_alloc((size_t)threads * per_thread * sizeof(float));
+    if (work == NULL)
+        return lm_fail(err, LM_ERR_NOMEM, "no memory for the delta-rule workspace");
+#pragma omp parallel num_threads(threads)
+    {
+        float *mine = work + (size_t)omp_get_thread_num() * per_thread;
+#pragma omp for schedule(dynamic, 1)
+        for (long long h = 0; h < (long long)H; h++)
+            kernel(p, (size_t)h, chunk, mine);
+    }
+    lm_free(work);
+    return LM_OK;
+}

@@ -1,0 +1,10 @@
+/* Quantized-cache decode, avx512 path: kvquant_body.h over the avx512 SIMD mapping layer. */
+#if !defined(__AVX512F__) || !defined(__AVX512BW__)
+#error "kernels/kvquant/avx512.c needs -mavx512f -mavx512bw"
+#endif
+#include "kvquant.h"
+
+#include "../attention/attention.h"
+#include "../attention/simd_avx512.h"
+
+#include "kvquant_body.h"

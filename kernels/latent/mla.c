@@ -1,0 +1,191 @@
+/* Multi-head latent attention, fast drivers over the attention family's dispatched kernels.
+ *
+ * Absorbed: q_abs_h = [W_uk_h q_nope_h, q_rope_h] {latent + rope}; then the cached rows
+ * ckv_j = [c_j, k_rope_j] are both the keys and (their first `latent` numbers) the values of
+ * an MQA with every head in one group, so each cached row is read once for all heads;
+ * o_h = mixed_h[0..latent) W_uv_h. Expanded: K_h, V_h rebuilt for every head from the
+ * latents, then MHA. Both scale scores by 1 / sqrt(nope + rope). */
+#include "latent.h"
+
+#include "../attention/attention.h"
+
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+double lm_mla_bytes_per_token(const lm_mla_shape *s, bool absorbed)
+{
+    if (absorbed)
+        return 4.0 * (double)(s->latent + s->rope);
+    return 4.0 * (double)s->heads * (double)(s->nope + s->rope + s->v_dim);
+}
+
+static lm_status check_args(const lm_mla_shape *s, const float *q, const float *ckv,
+                            const float *w_uk, const float *w_uv, size_t n_q, size_t n,
+                            bool causal, const float *o, lm_error *err)
+{
+    lm_status status = lm_mla_check(s, err);
+    if (status != LM_OK)
+        return status;
+    if (n == 0 || n_q == 0 || (causal && n_q != n))
+        return lm_fail(err, LM_ERR_SHAPE, "n and n_q must be positive (n_q = n when causal)");
+    if (q == NULL || ckv == NULL || w_uk == NULL || w_uv == NULL || o == NULL)
+        return lm_fail(err, LM_ERR_ARG, "q, ckv, w_uk, w_uv and o must not be NULL");
+    for (size_t i = 0; i < n_q * s->heads * (s->nope + s->rope); i++)
+        if (!isfinite(q[i]))
+            return lm_fail(err, LM_ERR_NONFINITE, "q must contain only finite values");
+    return LM_OK;
+}
+
+/* MQA decode of the `group` query rows q {group, d} over rows kv {n, d} (keys = values),
+ * split over threads and merged: out {group, d}. */
+static lm_status shared_row_decode(const lm_ops *ops, const float *q, const float *kv, size_t n,
+                                   size_t d, size_t group, float scale, float *out,
+                                   lm_error *err)
+{
+    const size_t threads = (size_t)omp_get_max_threads();
+    size_t chunk = (n / (2 * threads) + LM_ATTN_DECODE_BLOCK - 1) / LM_ATTN_DECODE_BLOCK *
+                   LM_ATTN_DECODE_BLOCK;
+    if (chunk < 4 * LM_ATTN_DECODE_BLOCK)
+        chunk = 4 * LM_ATTN_DECODE_BLOCK;
+    const size_t parts = (n + chunk - 1) / chunk;
+    float *m = lm_alloc(parts * group * sizeof(float)), *l = lm_alloc(parts * group * sizeof(float));
+    float *acc = lm_alloc(parts * group * d * sizeof(float));
+    bool failed = false;
+    if (m == NULL || l == NULL || acc == NULL) {
+        lm_free(m), lm_free(l), lm_free(acc);
+        return lm_fail(err, LM_ERR_NOMEM, "latent decode partials");
+    }
+#pragma omp parallel
+    {
+        float *ws = lm_alloc(lm_attn_decode_workspace_floats(group) * sizeof(float));
+        if (ws == NULL) {
+#pragma omp atomic write
+            failed = true;
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (long p = 0; p < (long)parts; p++) {
+            if (ws == NULL)
+                continue;
+            const size_t j0 = (size_t)p * chunk, j1 = j0 + chunk < n ? j0 + chunk : n;
+            ops->attn_decode_f32(q, kv + j0 * d, kv + j0 * d, j1 - j0, d, group, scale,
+                                 m + (size_t)p * group, l + (size_t)p * group,
+                                 acc + (size_t)p * group * d, ws);
+        }
+        lm_free(ws);
+    }
+    if (!failed)
+        lm_attn_merge_partials(m, l, acc, parts, group, d, out, d);
+    lm_free(m), lm_free(l), lm_free(acc);
+    return failed ? lm_fail(err, LM_ERR_NOMEM, "latent decode partials") : LM_OK;
+}
+
+lm_status lm_mla_attend_absorbed(const lm_mla_shape *s, const float *q, const float *ckv,
+                                 const float *w_uk, const float *w_uv, size_t n_q, size_t n,
+                                 bool causal, float *o, const lm_ops *ops, lm_error *err)
+{
+    lm_status status = check_args(s, q, ckv, w_uk, w_uv, n_q, n, causal, o, err);
+    if (status != LM_OK)
+        return status;
+    const size_t H = s->heads, L = s->latent, R = s->rope, dk = L + R, dq = s->nope + s->rope;
+    const float scale = 1.0f / sqrtf((float)dq);
+    float *qa = lm_alloc(n_q * H * dk * sizeof(float));    /* {n_q, H, latent + rope} */
+    float *mixed = lm_alloc(n_q * H * dk * sizeof(float)); /* {n_q, H, latent + rope} */
+    if (qa == NULL || mixed == NULL) {
+        lm_free(qa), lm_free(mixed);
+        return lm_fail(err, LM_ERR_NOMEM, "absorbed queries of %zu x %zu x %zu", n_q, H, dk);
+    }
+    /* q_abs[l] = sum_e W_uk[l, h nope + e] q_nope[e]; the rope part is copied */
+#pragma omp parallel for schedule(static)
+    for (long ih = 0; ih < (long)(n_q * H); ih++) {
+        const size_t h = (size_t)ih % H;
+        const float *qi = q + (size_t)ih * dq;
+        float *out = qa + (size_t)ih * dk;
+        for (size_t l = 0; l < L; l++) {
+            const float *wrow = w_uk + l * H * s->nope + h * s->nope;
+            float sum = 0.0f;
+            for (size_t e = 0; e < s->nope; e++)
+                sum += wrow[e] * qi[e];
+            out[l] = sum;
+        }
+        memcpy(out + L, qi + s->nope, R * sizeof(float));
+    }
+    if (causal) {
+        lm_attn_prefill_args a = {qa, ckv, ckv, mixed, n, H, 1, dk,
+                                  {LM_ATTN_MASK_CAUSAL, 0, 0, 0}, scale};
+        status = lm_attn_prefill(&a, ops, NULL, err);
+    } else {
+        const lm_ops *run = dk % 16 != 0 ? lm_ops_for(LM_ISA_SCALAR)
+                                         : (ops != NULL ? ops : lm_ops_active());
+        for (size_t i = 0; i < n_q && status == LM_OK; i++)
+            status = shared_row_decode(run, qa + i * H * dk, ckv, n, dk, H, scale,
+                                       mixed + i * H * dk, err);
+    }
+    if (status == LM_OK) { /* o_h = mixed_h[0..latent) W_uv_h */
+#pragma omp parallel for schedule(static)
+        for (long ih = 0; ih < (long)(n_q * H); ih++) {
+            const size_t h = (size_t)ih % H;
+            const float *mi = mixed + (size_t)ih * dk;
+            float *out = o + (size_t)ih * s->v_dim;
+            memset(out, 0, s->v_dim * sizeof(float));
+            for (size_t l = 0; l < L; l++) {
+                const float *wrow = w_uv + l * H * s->v_dim + h * s->v_dim;
+                for (size_t e = 0; e < s->v_dim; e++)
+                    out[e] += mi[l] * wrow[e];
+            }
+        }
+    }
+    lm_free(qa), lm_free(mixed);
+    return status;
+}
+
+lm_status lm_mla_attend_expanded(const lm_mla_shape *s, const float *q, const float *ckv,
+                                 const float *w_uk, const float *w_uv, size_t n_q, size_t n,
+                                 bool causal, float *o, const lm_ops *ops, lm_error *err)
+{
+    lm_status status = check_args(s, q, ckv, w_uk, w_uv, n_q, n, causal, o, err);
+    if (status != LM_OK)
+        return status;
+    const size_t H = s->heads, L = s->latent, R = s->rope, dq = s->nope + s->rope;
+    /* K, V {n, H, dq} token-major for prefill, {H, n, dq} head-major (a decode cache) for
+     * decode; V's rows carry v_dim values then zeros */
+    float *k = lm_alloc(n * H * dq * sizeof(float)), *v = lm_alloc(n * H * dq * sizeof(float));
+    float *out = lm_alloc(n_q * H * dq * sizeof(float));
+    if (k == NULL || v == NULL || out == NULL) {
+        lm_free(k), lm_free(v), lm_free(out);
+        return lm_fail(err, LM_ERR_NOMEM, "expanded keys and values of %zu tokens", n);
+    }
+#pragma omp parallel for schedule(static)
+    for (long jl = 0; jl < (long)n; jl++) {
+        const size_t j = (size_t)jl;
+        const float *c = ckv + j * (L + R);
+        for (size_t h = 0; h < H; h++) {
+            const size_t row = causal ? j * H + h : h * n + j;
+            float *kr = k + row * dq, *vr = v + row * dq;
+            for (size_t l = 0; l < L; l++) { /* k = c W_uk_h, v = c W_uv_h */
+                const float *wk = w_uk + l * H * s->nope + h * s->nope;
+                const float *wv = w_uv + l * H * s->v_dim + h * s->v_dim;
+                for (size_t e = 0; e < s->nope; e++)
+                    kr[e] += c[l] * wk[e];
+                for (size_t e = 0; e < s->v_dim; e++)
+                    vr[e] += c[l] * wv[e];
+            }
+            memcpy(kr + s->nope, c + L, R * sizeof(float));
+        }
+    }
+    if (causal) {
+        lm_attn_prefill_args a = {q, k, v, out, n, H, H, dq, {LM_ATTN_MASK_CAUSAL, 0, 0, 0},
+                                  1.0f / sqrtf((float)dq)};
+        status = lm_attn_prefill(&a, ops, NULL, err);
+    } else {
+        for (size_t i = 0; i < n_q && status == LM_OK; i++) {
+            lm_attn_decode_args a = {q + i * H * dq, k, v, &n, out + i * H * dq, 1, H, H, dq, n,
+                                     LM_KV_F32}; /* the driver's 1/sqrt(dq) is MLA's scale */
+            status = lm_attn_decode(&a, ops, err);
+        }
+    }
+    for (size_t ih = 0; status == LM_OK && ih < n_q * H; ih++)
+        memcpy(o + ih * s->v_dim, out + ih * dq, s->v_dim * sizeof(float));
+    lm_free(k), lm_free(v), lm_free(out);
+    return status;
+}

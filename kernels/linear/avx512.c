@@ -1,0 +1,10 @@
+/* AVX-512F float32 linear attention: 16 floats per vector (linear_body.h). */
+#if !defined(__AVX512F__)
+#error "kernels/linear/avx512.c needs -mavx512f"
+#endif
+#include "linear.h"
+
+#include "../ssm/simd_avx512.h"
+#define RECURRENT_NAME lm_linear_recurrent_f32_avx512
+#define CHUNKED_NAME lm_linear_chunked_f32_avx512
+#include "linear_body.h"

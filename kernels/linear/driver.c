@@ -1,0 +1,70 @@
+/* Operator driver of multi-head linear attention: validate, one workspace per thread,
+ * heads split over OpenMP threads. */
+#include "linear.h"
+#include "lm_ops.h"
+
+#include <math.h>
+#include <omp.h>
+
+static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+size_t lm_linear_chunk_work_floats(const lm_linear_f32 *p, size_t chunk)
+{
+    const size_t dk = p->d_key, dv = p->d_value;
+    const size_t C = chunk < p->length ? chunk : p->length;
+    /* S, z, fq, fk, kt, A, ratio, cum, cl, den, lg (linear_body.h); also covers the
+     * recurrent kernel's S, z, fq, fk. */
+    return round16(dk * dv) + 3 * round16(dk) + 3 * round16(C * dk) + round16(dk * C) +
+           round16(C * C) + 3 * round16(C) + 2 * round16(dk);
+}
+
+lm_status lm_linear_attention_f32(lm_linear_head_f32_fn kernel, bool chunked,
+                                  const lm_linear_f32 *p, size_t chunk, lm_error *err)
+{
+    if (p == NULL)
+        return lm_fail(err, LM_ERR_ARG, "p must not be NULL");
+    const size_t H = p->heads, L = p->length, dk = p->d_key;
+    if (H == 0 || L == 0 || dk == 0 || p->d_value == 0)
+        return lm_fail(err, LM_ERR_SHAPE, "heads, length, d_key and d_value must be positive");
+    if (p->q == NULL || p->k == NULL || p->v == NULL || p->y == NULL)
+        return lm_fail(err, LM_ERR_SHAPE, "q, k, v and y must be given");
+    if (p->gate_kind != LM_LINEAR_GATE_NONE && p->gate == NULL &&
+        !(p->gate_kind == LM_LINEAR_GATE_SCALAR && p->log_gate != NULL))
+        return lm_fail(err, LM_ERR_SHAPE, "gate must be given for a gated form");
+    if (p->normalize && p->feature != LM_LINEAR_ELU1)
+        return lm_fail(err, LM_ERR_ARG, "normalize needs feature elu1 (a positive feature "
+                       "map keeps the denominator positive)");
+    if (chunked && chunk == 0)
+        return lm_fail(err, LM_ERR_ARG, "chunk must be positive");
+    if (p->gate_kind != LM_LINEAR_GATE_NONE && p->gate == NULL) {
+        for (size_t i = 0; i < H * L; i++)
+            if (!(p->log_gate[i] <= 0.0f))
+                return lm_fail(err, LM_ERR_DOMAIN, "log_gate must be <= 0, log_gate[%zu] = %g",
+                               i, (double)p->log_gate[i]);
+    } else if (p->gate_kind != LM_LINEAR_GATE_NONE) {
+        const size_t count = p->gate_kind == LM_LINEAR_GATE_CHANNEL ? H * L * dk : H * L;
+        for (size_t i = 0; i < count; i++)
+            if (!(p->gate[i] > 0.0f && p->gate[i] <= 1.0f))
+                return lm_fail(err, LM_ERR_DOMAIN, "gate must lie in (0, 1], gate[%zu] = %g",
+                               i, (double)p->gate[i]);
+    }
+    if (kernel == NULL)
+        kernel = chunked ? lm_ops_active()->linear_chunked_f32
+                         : lm_ops_active()->linear_recurrent_f32;
+    if (!chunked)
+        chunk = 1;
+    const size_t per_thread = lm_linear_chunk_work_floats(p, chunk);
+    const int threads = H > 1 ? omp_get_max_threads() : 1;
+    float *work = lm_alloc((size_t)threads * per_thread * sizeof(float));
+    if (work == NULL)
+        return lm_fail(err, LM_ERR_NOMEM, "no memory for the linear-attention workspace");
+#pragma omp parallel num_threads(threads)
+    {
+        float *mine = work + (size_t)omp_get_thread_num() * per_thread;
+#pragma omp for schedule(dynamic, 1)
+        for (long long h = 0; h < (long long)H; h++)
+            kernel(p, (size_t)h, chunk, mine);
+    }
+    lm_free(work);
+    return LM_OK;
+}

@@ -1,0 +1,10 @@
+/* NEON float32 linear attention: 4 floats per vector (linear_body.h). */
+#if !defined(__ARM_NEON)
+#error "kernels/linear/neon.c needs an AArch64 target with Advanced SIMD"
+#endif
+#include "linear.h"
+
+#include "../ssm/simd_neon.h"
+#define RECURRENT_NAME lm_linear_recurrent_f32_neon
+#define CHUNKED_NAME lm_linear_chunked_f32_neon
+#include "linear_body.h"

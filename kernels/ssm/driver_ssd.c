@@ -1,0 +1,174 @@
+/* Operator drivers of Mamba-2 SSD: the prefill runs the linear-attention kernels on
+ * gathered per-head sequences (ssm.h explains the correspondence); the decode step
+ * updates the state in place. */
+#include "ssm.h"
+#include "lm_ops.h"
+
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+static float softplusf(float u) { return fmaxf(u, 0.0f) + log1pf(expf(-fabsf(u))); }
+
+static lm_status check(const lm_ssm_ssd_f32 *p, lm_error *err)
+{
+    if (p == NULL)
+        return lm_fail(err, LM_ERR_ARG, "p must not be NULL");
+    const size_t H = p->heads, G = p->groups;
+    if (p->batch == 0 || p->length == 0 || H == 0 || p->head_dim == 0 || G == 0 ||
+        p->state == 0)
+        return lm_fail(err, LM_ERR_SHAPE, "batch, length, heads, head_dim, groups and state "
+                       "must be positive");
+    if (H % G != 0)
+        return lm_fail(err, LM_ERR_SHAPE, "heads (%zu) must be a multiple of groups (%zu)", H, G);
+    if (!p->x || !p->dt_raw || !p->a || !p->b || !p->c || !p->y)
+        return lm_fail(err, LM_ERR_SHAPE, "x, dt_raw, a, b, c and y must be given");
+    for (size_t h = 0; h < H; h++) {
+        if (!isfinite(p->a[h]))
+            return lm_fail(err, LM_ERR_NONFINITE, "a must contain only finite values (a[%zu])", h);
+        if (p->a[h] > 0.0f)
+            return lm_fail(err, LM_ERR_DOMAIN, "a must be non-positive (stable modes): a[%zu] = %g",
+                           h, (double)p->a[h]);
+    }
+    return LM_OK;
+}
+
+lm_status lm_ssm_ssd_scan_f32(lm_linear_head_f32_fn kernel, bool chunked,
+                              const lm_ssm_ssd_f32 *p, size_t chunk, lm_error *err)
+{
+    lm_status status = check(p, err);
+    if (status != LM_OK)
+        return status;
+    if (chunked && chunk == 0)
+        return lm_fail(err, LM_ERR_ARG, "chunk must be positive");
+    if (kernel == NULL)
+        kernel = chunked ? lm_ops_active()->linear_chunked_f32
+                         : lm_ops_active()->linear_recurrent_f32;
+    if (!chunked)
+        chunk = 1;
+    const size_t B = p->batch, L = p->length, H = p->heads, P = p->head_dim;
+    const size_t G = p->groups, N = p->state;
+    /* Time is walked in blocks of T tokens (a whole number of chunks, so the chunk
+     * boundaries are those of one call over the sequence), the state carried in place from
+     * block to block: the per-thread workspace stays small and cache-resident instead of
+     * O(L) (an O(L) workspace cost a page fault per 4 KiB on every call). */
+    const size_t T0 = chunk >= 256 ? chunk : chunk * (256 / chunk);
+    const size_t T = T0 < L ? T0 : L;
+    lm_linear_f32 shape = {.heads = 1, .length = T, .d_key = N, .d_value = P};
+    const size_t kernel_work = lm_linear_chunk_work_floats(&shape, chunk);
+    const size_t per_thread = 2 * round16(T * N) + 2 * round16(T * P) + round16(T) +
+                              round16(N * P) + kernel_work;
+    const size_t items = B * H;
+    const int threads = items > 1 ? omp_get_max_threads() : 1;
+    float *work = lm_alloc((size_t)threads * per_thread * sizeof(float));
+    if (work == NULL)
+        return lm_fail(err, LM_ERR_NOMEM, "no memory for the SSD workspace");
+#pragma omp parallel num_threads(threads)
+    {
+        float *q = work + (size_t)omp_get_thread_num() * per_thread; /* {T, N}: C */
+        float *k = q + round16(T * N);    /* {T, N}: delta B */
+        float *v = k + round16(T * N);    /* {T, P}: x */
+        float *yb = v + round16(T * P);   /* {T, P} */
+        float *lg = yb + round16(T * P);  /* {T}: delta A = log abar */
+        float *s = lg + round16(T);       /* {N, P}: the state transposed */
+        float *kw = s + round16(N * P);   /* the kernel's workspace */
+#pragma omp for schedule(dynamic, 1)
+        for (long long item = 0; item < (long long)items; item++) {
+            const size_t bi = (size_t)item / H, h = (size_t)item % H, g = h / (H / G);
+            const float bias = p->dt_bias ? p->dt_bias[h] : 0.0f;
+            const float skip = p->skip ? p->skip[h] : 0.0f;
+            if (p->h0 != NULL) {
+                const float *h0 = p->h0 + (bi * H + h) * P * N; /* {P, N} */
+                for (size_t i = 0; i < P; i++)
+                    for (size_t n = 0; n < N; n++)
+                        s[n * P + i] = h0[i * N + n];
+            } else {
+                memset(s, 0, N * P * sizeof(float));
+            }
+            for (size_t t0 = 0; t0 < L; t0 += T) {
+                const size_t len = L - t0 < T ? L - t0 : T;
+                for (size_t t = 0; t < len; t++) {
+                    const size_t row = bi * L + t0 + t;
+                    const float delta = softplusf(p->dt_raw[row * H + h] + bias);
+                    lg[t] = delta * p->a[h];
+                    const float *bt = p->b + (row * G + g) * N, *ct = p->c + (row * G + g) * N;
+                    for (size_t n = 0; n < N; n++) {
+                        q[t * N + n] = ct[n];
+                        k[t * N + n] = delta * bt[n];
+                    }
+                    memcpy(v + t * P, p->x + (row * H + h) * P, P * sizeof(float));
+                }
+                lm_linear_f32 one = {.heads = 1, .length = len, .d_key = N, .d_value = P,
+                                     .feature = LM_LINEAR_IDENTITY, .normalize = false,
+                                     .gate_kind = LM_LINEAR_GATE_SCALAR, .q = q, .k = k,
+                                     .v = v, .s0 = s, .y = yb, .s_final = s, .log_gate = lg};
+                kernel(&one, 0, chunk, kw);
+                for (size_t t = 0; t < len; t++) {
+                    const size_t row = bi * L + t0 + t;
+                    const float *x = p->x + (row * H + h) * P;
+                    float *y = p->y + (row * H + h) * P;
+                    for (size_t i = 0; i < P; i++)
+                        y[i] = yb[t * P + i] + skip * x[i];
+                }
+            }
+            if (p->h_final != NULL) {
+                float *hf = p->h_final + (bi * H + h) * P * N;
+                for (size_t i = 0; i < P; i++)
+                    for (size_t n = 0; n < N; n++)
+                        hf[i * N + n] = s[n * P + i];
+            }
+        }
+    }
+    lm_free(work);
+    return LM_OK;
+}
+
+lm_status lm_ssm_ssd_decode_f32(const lm_ssm_ssd_f32 *p, lm_error *err)
+{
+    lm_status status = check(p, err);
+    if (status != LM_OK)
+        return status;
+    if (p->length != 1)
+        return lm_fail(err, LM_ERR_ARG, "length must be 1 for a decode step, got %zu", p->length);
+    if (p->h0 == NULL || p->h0 != p->h_final)
+        return lm_fail(err, LM_ERR_ARG, "h0 and h_final must be the same state buffer "
+                       "(the decode step updates it in place)");
+    const size_t H = p->heads, P = p->head_dim, G = p->groups, N = p->state;
+    const long long items = (long long)(p->batch * H);
+    float *state = p->h_final;
+#pragma omp parallel for schedule(static) if (p->batch * H * P * N >= 65536)
+    for (long long item = 0; item < items; item++) {
+        const size_t bi = (size_t)item / H, h = (size_t)item % H, g = h / (H / G);
+        const float delta =
+            softplusf(p->dt_raw[bi * H + h] + (p->dt_bias ? p->dt_bias[h] : 0.0f));
+        const float abar = expf(delta * p->a[h]);
+        const float *x = p->x + (bi * H + h) * P, *bt = p->b + (bi * G + g) * N;
+        const float *ct = p->c + (bi * G + g) * N;
+        float *S = state + (bi * H + h) * P * N; /* {P, N} */
+        for (size_t i = 0; i < P; i++) {
+            const float dx = delta * x[i];
+            float *row = S + i * N;
+            float y0 = 0.0f, y1 = 0.0f, y2 = 0.0f, y3 = 0.0f;
+            size_t n = 0;
+            for (; n + 4 <= N; n += 4) { /* row = abar row + dx B;  y += row . C */
+                row[n] = abar * row[n] + dx * bt[n];
+                row[n + 1] = abar * row[n + 1] + dx * bt[n + 1];
+                row[n + 2] = abar * row[n + 2] + dx * bt[n + 2];
+                row[n + 3] = abar * row[n + 3] + dx * bt[n + 3];
+                y0 += row[n] * ct[n];
+                y1 += row[n + 1] * ct[n + 1];
+                y2 += row[n + 2] * ct[n + 2];
+                y3 += row[n + 3] * ct[n + 3];
+            }
+            for (; n < N; n++) {
+                row[n] = abar * row[n] + dx * bt[n];
+                y0 += row[n] * ct[n];
+            }
+            const float skip = p->skip ? p->skip[h] * x[i] : 0.0f;
+            p->y[(bi * H + h) * P + i] = (y0 + y1) + (y2 + y3) + skip;
+        }
+    }
+    return LM_OK;
+}

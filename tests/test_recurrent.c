@@ -1,0 +1,813 @@
+/* Recurrent-family kernels (suite "recurrent"): every fast path this machine runs against
+ * the float64 oracle, chunked forms against recurrent ones, and the bad-input contract. */
+#include "lm_ops.h"
+#include "../kernels/ssm/ssm.h"
+#include "../kernels/conv/conv.h"
+#include "../kernels/scan/scan.h"
+#include "../kernels/linear/linear.h"
+#include "../kernels/delta/delta.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A float64 array and its float32 copy holding the same (float32-rounded) values, so the
+ * oracle sees exactly the fast path's inputs. */
+typedef struct pair {
+    double *d;
+    float *f;
+    size_t n;
+} pair;
+
+static pair pair_new(size_t n)
+{
+    pair p = {calloc(n ? n : 1, sizeof(double)), calloc(n ? n : 1, sizeof(float)), n};
+    cr_assert(p.d != NULL && p.f != NULL);
+    return p;
+}
+
+static void pair_sync(pair *p) /* round d to f32 and copy into f */
+{
+    for (size_t i = 0; i < p->n; i++) {
+        p->f[i] = (float)p->d[i];
+        p->d[i] = (double)p->f[i];
+    }
+}
+
+static pair pair_normal(lm_rng *rng, size_t n, double scale)
+{
+    pair p = pair_new(n);
+    lm_rng_fill_standard_normal(rng, p.d, n);
+    for (size_t i = 0; i < n; i++)
+        p.d[i] *= scale;
+    pair_sync(&p);
+    return p;
+}
+
+static void pair_free(pair *p)
+{
+    free(p->d);
+    free(p->f);
+}
+
+/* max over i of |got - want| / (atol + rtol |want|): <= 1 passes (numpy.isclose rule). */
+static double worst_ratio_f32(const float *got, const double *want, size_t n, double rtol,
+                              double atol)
+{
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double r = fabs((double)got[i] - want[i]) / (atol + rtol * fabs(want[i]));
+        if (!(r <= worst)) /* NaN propagates as a failure */
+            worst = isnan(r) ? (double)INFINITY : r;
+    }
+    return worst;
+}
+
+/* ---- Mamba-1 selective scan --------------------------------------------------------- */
+
+typedef struct mamba1_case {
+    size_t B, L, D, N;
+    bool exact, gate, skip, bias, h0, zero_modes;
+} mamba1_case;
+
+/* Tolerance of the float32 paths against the float64 oracle (docs/kernels.md). */
+static const double MAMBA1_RTOL = 2e-4, MAMBA1_ATOL = 2e-4;
+
+static void run_mamba1_case(const mamba1_case *c, uint64_t seed)
+{
+    lm_rng rng;
+    lm_rng_seed(&rng, seed);
+    const size_t tok = c->B * c->L;
+    pair x = pair_normal(&rng, tok * c->D, 1.0);
+    pair dr = pair_normal(&rng, tok * c->D, 1.0);
+    pair bias = pair_normal(&rng, c->D, 0.5);
+    pair a = pair_new(c->D * c->N);
+    lm_rng_fill_uniform(&rng, -8.0, -0.05, a.d, a.n);
+    if (c->zero_modes)
+        for (size_t d = 0; d < c->D; d++)
+            a.d[d * c->N + (d % c->N)] = 0.0; /* one a = 0 mode per channel */
+    pair_sync(&a);
+    pair b = pair_normal(&rng, tok * c->N, 1.0);
+    pair cc = pair_normal(&rng, tok * c->N, 1.0);
+    pair skip = pair_normal(&rng, c->D, 1.0);
+    pair z = pair_normal(&rng, tok * c->D, 1.5);
+    pair h0 = pair_normal(&rng, c->B * c->D * c->N, 1.0);
+    pair y = pair_new(tok * c->D), hf = pair_new(c->B * c->D * c->N);
+
+    lm_ssm_mamba1_f64 pd = {c->B, c->L, c->D, c->N, x.d, dr.d, c->bias ? bias.d : NULL, a.d,
+                            b.d, cc.d, c->skip ? skip.d : NULL, c->gate ? z.d : NULL,
+                            c->h0 ? h0.d : NULL, y.d, hf.d, c->exact};
+    lm_error err;
+    cr_assert_eq(lm_ssm_mamba1_scan_f64_ref(&pd, &err), LM_OK, "%s", err.message);
+
+    for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
+        if (!lm_isa_available((lm_isa)isa))
+            continue;
+        memset(y.f, 0, tok * c->D * sizeof(float));
+        memset(hf.f, 0, hf.n * sizeof(float));
+        lm_ssm_mamba1_f32 pf = {c->B, c->L, c->D, c->N, x.f, dr.f, c->bias ? bias.f : NULL,
+                                a.f, b.f, cc.f, c->skip ? skip.f : NULL,
+                                c->gate ? z.f : NULL, c->h0 ? h0.f : NULL, y.f, hf.f,
+                                c->exact};
+        cr_assert_eq(lm_ssm_mamba1_scan_f32_with(lm_ops_for((lm_isa)isa)->mamba1_scan_f32,
+                                                 &pf, &err),
+                     LM_OK, "%s", err.message);
+        double ry = worst_ratio_f32(y.f, y.d, y.n, MAMBA1_RTOL, MAMBA1_ATOL);
+        double rh = worst_ratio_f32(hf.f, hf.d, hf.n, MAMBA1_RTOL, MAMBA1_ATOL);
+        cr_log_info("mamba1 isa=%s B=%zu L=%zu D=%zu N=%zu exact=%d gate=%d skip=%d "
+                    "zero_modes=%d: worst y %.3g, state %.3g of tolerance",
+                    lm_isa_name((lm_isa)isa), c->B, c->L, c->D, c->N, c->exact, c->gate,
+                    c->skip, c->zero_modes, ry, rh);
+        cr_expect(ry <= 1.0 && rh <= 1.0,
+                  "isa %s B=%zu L=%zu D=%zu N=%zu exact=%d: y %.3g, state %.3g x tolerance",
+                  lm_isa_name((lm_isa)isa), c->B, c->L, c->D, c->N, c->exact, ry, rh);
+    }
+    pair *all[] = {&x, &dr, &bias, &a, &b, &cc, &skip, &z, &h0, &y, &hf};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        pair_free(all[i]);
+}
+
+Test(recurrent, mamba1_every_path_matches_oracle)
+{
+    static const mamba1_case cases[] = {
+        /* B  L    D   N  exact gate  skip  bias  h0    zero */
+        {1, 1, 16, 16, false, false, false, false, false, false},
+        {2, 37, 37, 16, false, true, true, true, true, false},
+        {2, 37, 37, 16, true, true, true, true, true, true},
+        {1, 53, 21, 5, true, false, true, true, false, true},
+        {1, 53, 21, 5, false, false, false, true, true, true},
+        {3, 9, 40, 1, true, true, false, false, true, false},
+        {1, 300, 48, 16, true, true, true, true, true, true},
+        {1, 300, 48, 16, false, true, true, true, true, false},
+        {1, 17, 19, 33, true, false, true, false, true, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_mamba1_case(&cases[i], 1000 + i);
+}
+
+Test(recurrent, mamba1_zoh_zero_mode_is_delta_b)
+{
+    /* a = 0: Abar = 1 and Bbar = delta * b exactly; with one token, zero state and C = 1:
+     * y = delta * b * x with delta = softplus(0) = log 2. */
+    double x = 2.0, dr = 0.0, a = 0.0, b = 3.0, c = 1.0, y = 0.0;
+    lm_ssm_mamba1_f64 p = {1, 1, 1, 1, &x, &dr, NULL, &a, &b, &c, NULL, NULL, NULL, &y, NULL,
+                           true};
+    cr_assert_eq(lm_ssm_mamba1_scan_f64_ref(&p, NULL), LM_OK);
+    cr_assert_float_eq(y, log(2.0) * 3.0 * 2.0, 1e-15);
+}
+
+Test(recurrent, mamba1_decode_equals_scan)
+{
+    enum { B = 2, L = 7, D = 29, N = 16 };
+    lm_rng rng;
+    lm_rng_seed(&rng, 77);
+    pair x = pair_normal(&rng, B * L * D, 1.0), dr = pair_normal(&rng, B * L * D, 1.0);
+    pair a = pair_new(D * N);
+    lm_rng_fill_uniform(&rng, -4.0, 0.0, a.d, a.n);
+    pair_sync(&a);
+    pair b = pair_normal(&rng, B * L * N, 1.0), c = pair_normal(&rng, B * L * N, 1.0);
+    pair y = pair_new(B * L * D), hf = pair_new(B * D * N);
+    lm_error err;
+    for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
+        if (!lm_isa_available((lm_isa)isa))
+            continue;
+        lm_ssm_mamba1_scan_f32_fn k = lm_ops_for((lm_isa)isa)->mamba1_scan_f32;
+        lm_ssm_mamba1_f32 full = {B, L, D, N, x.f, dr.f, NULL, a.f, b.f, c.f, NULL, NULL,
+                                  NULL, y.f, hf.f, true};
+        cr_assert_eq(lm_ssm_mamba1_scan_f32_with(k, &full, &err), LM_OK, "%s", err.message);
+        /* Token by token: gather token t of every batch row, one decode step. */
+        float *state = calloc(B * D * N, sizeof(float));
+        float xt[B * D], drt[B * D], bt[B * N], ct[B * N], yt[B * D];
+        for (size_t t = 0; t < L; t++) {
+            for (size_t bi = 0; bi < B; bi++) {
+                memcpy(xt + bi * D, x.f + (bi * L + t) * D, D * sizeof(float));
+                memcpy(drt + bi * D, dr.f + (bi * L + t) * D, D * sizeof(float));
+                memcpy(bt + bi * N, b.f + (bi * L + t) * N, N * sizeof(float));
+                memcpy(ct + bi * N, c.f + (bi * L + t) * N, N * sizeof(float));
+            }
+            lm_ssm_mamba1_f32 step = {B, 1, D, N, xt, drt, NULL, a.f, bt, ct, NULL, NULL,
+                                      state, yt, state, true};
+            cr_assert_eq(lm_ssm_mamba1_decode_f32(k, &step, &err), LM_OK, "%s", err.message);
+            for (size_t bi = 0; bi < B; bi++)
+                for (size_t d = 0; d < D; d++)
+                    cr_assert_float_eq(yt[bi * D + d], y.f[(bi * L + t) * D + d], 1e-5,
+                                       "isa %s t %zu", lm_isa_name((lm_isa)isa), t);
+        }
+        for (size_t i = 0; i < B * D * N; i++)
+            cr_assert_float_eq(state[i], hf.f[i], 1e-5);
+        free(state);
+    }
+    pair *all[] = {&x, &dr, &a, &b, &c, &y, &hf};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        pair_free(all[i]);
+}
+
+Test(recurrent, mamba1_rejects_bad_input)
+{
+    double x[2] = {1.0, 1.0}, dr[2] = {0.0, 0.0}, a[2] = {-1.0, 0.5}, b[2] = {1.0, 1.0};
+    double c[2] = {1.0, 1.0}, y[2];
+    lm_ssm_mamba1_f64 p = {1, 1, 1, 2, x, dr, NULL, a, b, c, NULL, NULL, NULL, y, NULL, true};
+    lm_error err;
+    cr_assert_eq(lm_ssm_mamba1_scan_f64_ref(&p, &err), LM_ERR_DOMAIN);
+    cr_assert(strstr(err.message, "a must be non-positive") != NULL, "%s", err.message);
+    a[1] = -0.5;
+    dr[0] = (double)NAN;
+    cr_assert_eq(lm_ssm_mamba1_scan_f64_ref(&p, &err), LM_ERR_NONFINITE);
+    cr_assert(strstr(err.message, "delta_raw") != NULL, "%s", err.message);
+    p.length = 0;
+    cr_assert_eq(lm_ssm_mamba1_scan_f64_ref(&p, &err), LM_ERR_SHAPE);
+
+    float xf[2] = {1, 1}, drf[2] = {0, 0}, af[2] = {-1.0f, 0.25f}, bf[2] = {1, 1};
+    float cf[2] = {1, 1}, yf[2];
+    lm_ssm_mamba1_f32 q = {1, 1, 1, 2, xf, drf, NULL, af, bf, cf, NULL, NULL, NULL, yf, NULL,
+                           false};
+    cr_assert_eq(lm_ssm_mamba1_scan_f32(&q, &err), LM_ERR_DOMAIN);
+    cr_assert(strstr(err.message, "a[0,1]") != NULL, "%s", err.message);
+    af[1] = -0.25f;
+    q.state = LM_SSM_MAX_STATE + 1;
+    cr_assert_eq(lm_ssm_mamba1_scan_f32(&q, &err), LM_ERR_SHAPE);
+    q.state = 2;
+    q.y = NULL;
+    cr_assert_eq(lm_ssm_mamba1_scan_f32(&q, &err), LM_ERR_SHAPE);
+    q.y = yf;
+    cr_assert_eq(lm_ssm_mamba1_decode_f32(NULL, &q, &err), LM_ERR_ARG); /* no shared state */
+    cr_assert_eq(lm_ssm_mamba1_scan_f32(&q, &err), LM_OK);
+}
+
+Test(recurrent, mamba1_softplus_never_negative)
+{
+    /* Very negative raw delta: softplus underflows to 0, the step holds the state
+     * (Abar = 1, Bbar = 0) on every path; nothing negative, nothing non-finite. */
+    enum { D = 16, N = 4 };
+    float x[D], dr[D], a[D * N], b[N] = {1, 2, 3, 4}, c[N] = {1, 1, 1, 1}, y[D];
+    float h[D * N];
+    for (int i = 0; i < D; i++) {
+        x[i] = 1.0f;
+        dr[i] = -200.0f - (float)i;
+    }
+    for (int i = 0; i < D * N; i++) {
+        a[i] = -(float)(i % N);
+        h[i] = 0.5f;
+    }
+    for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
+        if (!lm_isa_available((lm_isa)isa))
+            continue;
+        for (int exact = 0; exact < 2; exact++) {
+            lm_ssm_mamba1_f32 p = {1, 1, D, N, x, dr, NULL, a, b, c, NULL, NULL, h, y, h,
+                                   exact};
+            cr_assert_eq(lm_ssm_mamba1_decode_f32(lm_ops_for((lm_isa)isa)->mamba1_scan_f32,
+                                                  &p, NULL),
+                         LM_OK);
+            for (int i = 0; i < D * N; i++)
+                cr_assert_eq(h[i], 0.5f, "isa %s", lm_isa_name((lm_isa)isa));
+            for (int i = 0; i < D; i++)
+                cr_assert_eq(y[i], 2.0f);
+        }
+    }
+}
+
+/* ---- causal depthwise conv with tail state -------------------------------------------- */
+
+Test(recurrent, conv_every_path_matches_oracle_and_splits)
+{
+    static const size_t shapes[][4] = {/* B, L, D, K */
+                                       {1, 1, 16, 4}, {2, 2, 37, 4}, {2, 19, 37, 4},
+                                       {1, 5, 9, 1}, {3, 11, 40, 3}, {1, 64, 48, 8}};
+    lm_error err;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const size_t B = shapes[s][0], L = shapes[s][1], D = shapes[s][2], K = shapes[s][3];
+        lm_rng rng;
+        lm_rng_seed(&rng, 500 + s);
+        pair x = pair_normal(&rng, B * L * D, 1.0), w = pair_normal(&rng, D * K, 0.5);
+        pair bias = pair_normal(&rng, D, 0.5), tail = pair_normal(&rng, B * (K - 1) * D, 1.0);
+        pair y = pair_new(B * L * D), tail_out = pair_new(B * (K - 1) * D);
+        for (int silu = 0; silu < 2; silu++) {
+            lm_conv_causal_f64 pd = {B, L, D, K, x.d, w.d, bias.d, tail.d, y.d, tail_out.d,
+                                     silu};
+            cr_assert_eq(lm_conv_causal_f64_ref(&pd, &err), LM_OK, "%s", err.message);
+            for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
+                if (!lm_isa_available((lm_isa)isa))
+                    continue;
+                lm_conv_causal_f32_fn k = lm_ops_for((lm_isa)isa)->conv_causal_f32;
+                lm_conv_causal_f32 pf = {B, L, D, K, x.f, w.f, bias.f, tail.f, y.f,
+                                         tail_out.f, silu};
+                cr_assert_eq(lm_conv_causal_f32_with(k, &pf, &err), LM_OK, "%s", err.message);
+                /* K products of O(1) terms: a few float32 ulps */
+                cr_expect(worst_ratio_f32(y.f, y.d, y.n, 1e-5, 1e-5) <= 1.0,
+                          "isa %s B=%zu L=%zu D=%zu K=%zu silu=%d", lm_isa_name((lm_isa)isa),
+                          B, L, D, K, silu);
+                for (size_t i = 0; i < tail_out.n; i++) /* the tail is a copy: exact */
+                    cr_assert_eq((double)tail_out.f[i], tail_out.d[i]);
+                /* The same sequence one token at a time, state in place. */
+                float *state = malloc((tail.n ? tail.n : 1) * sizeof(float));
+                memcpy(state, tail.f, tail.n * sizeof(float));
+                float *xt = malloc(B * D * sizeof(float)), *yt = malloc(B * D * sizeof(float));
+                for (size_t t = 0; t < L; t++) {
+                    for (size_t bi = 0; bi < B; bi++)
+                        memcpy(xt + bi * D, x.f + (bi * L + t) * D, D * sizeof(float));
+                    lm_conv_causal_f32 step = {B, 1, D, K, xt, w.f, bias.f, state, yt, state,
+                                               silu};
+                    cr_assert_eq(lm_conv_causal_f32_with(k, &step, &err), LM_OK);
+                    for (size_t bi = 0; bi < B; bi++)
+                        for (size_t d = 0; d < D; d++)
+                            cr_assert_eq(yt[bi * D + d], y.f[(bi * L + t) * D + d],
+                                         "decode = prefill, isa %s", lm_isa_name((lm_isa)isa));
+                }
+                for (size_t i = 0; i < tail.n; i++)
+                    cr_assert_eq(state[i], tail_out.f[i]);
+                free(state);
+                free(xt);
+                free(yt);
+            }
+        }
+        pair *all[] = {&x, &w, &bias, &tail, &y, &tail_out};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            pair_free(all[i]);
+    }
+}
+
+Test(recurrent, conv_rejects_bad_input)
+{
+    float x[4] = {0}, w[9 * 4] = {0}, y[4];
+    lm_conv_causal_f32 p = {1, 4, 1, 9, x, w, NULL, NULL, y, NULL, false};
+    lm_error err;
+    cr_assert_eq(lm_conv_causal_f32_with(NULL, &p, &err), LM_ERR_SHAPE);
+    cr_assert(strstr(err.message, "width") != NULL, "%s", err.message);
+    p.width = 4;
+    p.length = 0;
+    cr_assert_eq(lm_conv_causal_f32_with(NULL, &p, &err), LM_ERR_SHAPE);
+    double xd[2] = {1.0, (double)INFINITY}, wd[4] = {0}, yd[2];
+    lm_conv_causal_f64 q = {1, 2, 1, 4, xd, wd, NULL, NULL, yd, NULL, false};
+    cr_assert_eq(lm_conv_causal_f64_ref(&q, &err), LM_ERR_NONFINITE);
+    cr_assert(strstr(err.message, "x must") != NULL, "%s", err.message);
+}
+
+/* ---- affine scan h_t = a_t h_{t-1} + b_t ------------------------------------------------ */
+
+Test(recurrent, scan_affine_every_path_and_split_matches_oracle)
+{
+    static const size_t shapes[][2] = {{1, 1}, {53, 6}, {64, 16}, {257, 17}, {1000, 37},
+                                       {33, 128}};
+    static const size_t splits[][2] = {/* chunk, parts */
+                                       {1, 1}, {1, 2}, {7, 2}, {16, 3}, {100, 2}, {5000, 2},
+                                       {3, 4}, {1000, 1}};
+    lm_error err;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const size_t T = shapes[s][0], W = shapes[s][1];
+        lm_rng rng;
+        lm_rng_seed(&rng, 900 + s);
+        pair a = pair_new(T * W);
+        lm_rng_fill_uniform(&rng, 0.7, 0.999, a.d, a.n);
+        pair_sync(&a);
+        pair b = pair_normal(&rng, T * W, 1.0), h0 = pair_normal(&rng, W, 1.0);
+        pair h = pair_new(T * W), abs_h = pair_new(T * W);
+        cr_assert_eq(lm_scan_affine_sequential_f64_ref(a.d, b.d, T, W, h0.d, h.d, &err), LM_OK,
+                     "%s", err.message);
+        /* scale: the same scan on |b|, |h0| bounds every term behind an output */
+        double *ab = malloc(T * W * sizeof(double)), *ah0 = malloc(W * sizeof(double));
+        for (size_t i = 0; i < T * W; i++)
+            ab[i] = fabs(b.d[i]);
+        for (size_t i = 0; i < W; i++)
+            ah0[i] = fabs(h0.d[i]);
+        cr_assert_eq(lm_scan_affine_sequential_f64_ref(a.d, ab, T, W, ah0, abs_h.d, &err),
+                     LM_OK);
+        float *final_state = malloc(W * sizeof(float));
+        for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
+            if (!lm_isa_available((lm_isa)isa))
+                continue;
+            const lm_ops *ops = lm_ops_for((lm_isa)isa);
+            for (size_t k = 0; k < sizeof splits / sizeof splits[0]; k++) {
+                /* every tile costs OpenMP barriers: keep the suite fast on a busy box */
+                if (T / (splits[k][0] * splits[k][1]) > 12)
+                    continue;
+                memset(h.f, 0, T * W * sizeof(float));
+                cr_assert_eq(lm_scan_affine_f32(ops->scan_affine_f32,
+                                                ops->scan_affine_reduce_f32, a.f, b.f, T, W,
+                                                h0.f, h.f, final_state, splits[k][0],
+                                                splits[k][1], &err),
+                             LM_OK, "%s", err.message);
+                double worst = 0.0;
+                for (size_t i = 0; i < T * W; i++) { /* rtol 4 sqrt(T) u + 4 u of the scale */
+                    double tol = (4.0 * sqrt((double)T) + 4.0) * 0x1p-24 * abs_h.d[i];
+                    double r = fabs((double)h.f[i] - h.d[i]) / tol;
+                    worst = r > worst ? r : worst;
+                }
+                cr_expect(worst <= 1.0, "isa %s T=%zu W=%zu chunk=%zu parts=%zu: %.3g x tol",
+                          lm_isa_name((lm_isa)isa), T, W, splits[k][0], splits[k][1], worst);
+                for (size_t c = 0; c < W; c++)
+                    cr_assert_eq(final_state[c], h.f[(T - 1) * W + c], "final = last row");
+            }
+        }
+        free(ab);
+        free(ah0);
+        free(final_state);
+        pair *all[] = {&a, &b, &h0, &h, &abs_h};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+            pair_free(all[i]);
+    }
+}
+
+Test(recurrent, scan_affine_three_phase_matches_parallel_references)
+{
+    /* The fast three-phase scan against primer's Hillis-Steele and Blelloch references
+     * (kernels/scan/ref_parallel.c) at a length that is not a power of two. */
+    enum { T = 45, W = 5 };
+    lm_rng rng;
+    lm_rng_seed(&rng, 4242);
+    pair a = pair_new(T * W);
+    lm_rng_fill_uniform(&rng, 0.7, 0.99, a.d, a.n);
+    pair_sync(&a);
+    pair b = pair_normal(&rng, T * W, 1.0), h0 = pair_normal(&rng, W, 1.0);
+    pair h = pair_new(T * W);
+    lm_error err;
+    cr_assert_eq(lm_scan_affine_f32(NULL, NULL, a.f, b.f, T, W, h0.f, h.f, NULL, 4, 3, &err),
+                 LM_OK, "%s", err.message);
+    for (int method = 0; method < 2; method++) {
+        cr_assert_eq(lm_scan_parallel_columns_f64_ref((lm_scan_method)method, a.d, b.d, T, W,
+                                                      h0.d, h.d, &err),
+                     LM_OK, "%s", err.message);
+        for (size_t i = 0; i < T * W; i++)
+            cr_assert_float_eq((double)h.f[i], h.d[i], 1e-5 * (1.0 + fabs(h.d[i])),
+                               "method %d element %zu", method, i);
+    }
+    pair *all[] = {&a, &b, &h0, &h};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        pair_free(all[i]);
+}
+
+Test(recurrent, scan_affine_rejects_bad_input)
+{
+    float a[4] = {1, 1, 1, 1}, b[4] = {1, 2, 3, 4}, h[4];
+    lm_error err;
+    cr_assert_eq(lm_scan_affine_f32(NULL, NULL, a, b, 4, 1, NULL, h, NULL, 0, 1, &err),
+                 LM_ERR_ARG);
+    cr_assert(strstr(err.message, "chunk must be positive") != NULL, "%s", err.message);
+    cr_assert_eq(lm_scan_affine_f32(NULL, NULL, a, b, 0, 1, NULL, h, NULL, 4, 1, &err),
+                 LM_ERR_SHAPE);
+    cr_assert_eq(lm_scan_affine_f32(NULL, NULL, a, b, 4, 1, NULL, NULL, NULL, 4, 1, &err),
+                 LM_ERR_SHAPE);
+    cr_assert_eq(lm_scan_affine_f32(NULL, NULL, a, b, 4, 1, NULL, h, NULL, 1, 2, &err), LM_OK);
+    for (int i = 0; i < 4; i++) /* a = 1: a running sum */
+        cr_assert_eq(h[i], (float)((i + 1) * (i + 2) / 2));
+}
+
+/* ---- linear attention: additive, normalized, gated ---------------------------------------- */
+
+typedef struct linear_case {
+    size_t H, L, dk, dv;
+    lm_linear_feature feature;
+    bool normalize;
+    lm_linear_gate gate;
+    bool s0;
+} linear_case;
+
+/* Builds inputs, the float64 oracle's outputs, and the absolute-value scale (the same
+ * computation on |q|, |k|, |v|, |s0| for the additive form; |y| + 1 otherwise). */
+static void check_linear_case(const linear_case *c, uint64_t seed)
+{
+    lm_rng rng;
+    lm_rng_seed(&rng, seed);
+    const size_t H = c->H, L = c->L, dk = c->dk, dv = c->dv;
+    pair q = pair_normal(&rng, H * L * dk, 1.0 / sqrt((double)dk));
+    pair k = pair_normal(&rng, H * L * dk, 1.0 / sqrt((double)dk));
+    pair v = pair_normal(&rng, H * L * dv, 1.0);
+    const size_t gn = c->gate == LM_LINEAR_GATE_CHANNEL ? H * L * dk : H * L;
+    pair g = pair_new(gn);
+    lm_rng_fill_uniform(&rng, 0.8, 1.0, g.d, gn);
+    pair_sync(&g);
+    pair s0 = pair_normal(&rng, H * dk * dv, 0.5);
+    pair z0 = pair_new(H * dk);
+    lm_rng_fill_uniform(&rng, 0.5, 2.0, z0.d, z0.n);
+    pair_sync(&z0);
+    pair y = pair_new(H * L * dv), sf = pair_new(H * dk * dv), zf = pair_new(H * dk);
+    lm_linear_f64 pd = {H, L, dk, dv, c->feature, c->normalize, c->gate, q.d, k.d, v.d,
+                        c->gate ? g.d : NULL, c->s0 ? s0.d : NULL, c->s0 ? z0.d : NULL,
+                        y.d, sf.d, zf.d};
+    lm_error err;
+    cr_assert_eq(lm_linear_gated_f64_ref(&pd, &err), LM_OK, "%s", err.message);
+    double ymax = 0.0, smax = 0.0;
+    for (size_t i = 0; i < y.n; i++)
+        ymax = fmax(ymax, fabs(y.d[i]));
+    for (size_t i = 0; i < sf.n; i++)
+        smax = fmax(smax, fabs(sf.d[i]));
+    /* errors of sums of O(L dk) terms: a few sqrt(L dk) u of the largest magnitude */
+    const double tol_y = 64.0 * sqrt((double)(L * dk)) * 0x1p-24 * (ymax + 1.0);
+    const double tol_s = 64.0 * sqrt((double)L) * 0x1p-24 * (smax + 1.0);
+    static const size_t chunks[] = {0, 1, 7, 16, 1000};
+    for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
+        if (!lm_isa_available((lm_isa)isa))
+            continue;
+        const lm_ops *ops = lm_ops_for((lm_isa)isa);
+        for (size_t ci = 0; ci < sizeof chunks / sizeof chunks[0]; ci++) {
+            const size_t chunk = chunks[ci];
+            memset(y.f, 0, y.n * sizeof(float));
+            lm_linear_f32 pf = {H, L, dk, dv, c->feature, c->normalize, c->gate, q.f, k.f, v.f,
+                                c->gate ? g.f : NULL, c->s0 ? s0.f : NULL,
+                                c->s0 ? z0.f : NULL, y.f, sf.f, zf.f, NULL};
+            cr_assert_eq(lm_linear_attention_f32(chunk ? ops->linear_chunked_f32
+                                                       : ops->linear_recurrent_f32,
+                                                 chunk != 0, &pf, chunk, &err),
+                         LM_OK, "%s", err.message);
+            double ey = 0.0, es = 0.0;
+            for (size_t i = 0; i < y.n; i++)
+                ey = fmax(ey, fabs((double)y.f[i] - y.d[i]));
+            for (size_t i = 0; i < sf.n; i++)
+                es = fmax(es, fabs((double)sf.f[i] - sf.d[i]));
+            cr_expect(ey <= tol_y && es <= tol_s,
+                      "isa %s H=%zu L=%zu dk=%zu dv=%zu feature=%d norm=%d gate=%d chunk=%zu: "
+                      "|dy| %.3g (tol %.3g), |dS| %.3g (tol %.3g)", lm_isa_name((lm_isa)isa),
+                      H, L, dk, dv, c->feature, c->normalize, c->gate, chunk, ey, tol_y, es,
+                      tol_s);
+        }
+    }
+    pair *all[] = {&q, &k, &v, &g, &s0, &z0, &y, &sf, &zf};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        pair_free(all[i]);
+}
+
+Test(recurrent, linear_every_form_path_and_chunk_matches_oracle)
+{
+    static const linear_case cases[] = {
+        {1, 50, 8, 6, LM_LINEAR_IDENTITY, false, LM_LINEAR_GATE_NONE, false},
+        {2, 37, 16, 33, LM_LINEAR_IDENTITY, false, LM_LINEAR_GATE_NONE, true},
+        {2, 37, 16, 33, LM_LINEAR_ELU1, true, LM_LINEAR_GATE_NONE, true},
+        {3, 29, 9, 64, LM_LINEAR_ELU1, false, LM_LINEAR_GATE_SCALAR, true},
+        {2, 41, 17, 20, LM_LINEAR_IDENTITY, false, LM_LINEAR_GATE_SCALAR, false},
+        {2, 41, 17, 20, LM_LINEAR_ELU1, true, LM_LINEAR_GATE_CHANNEL, true},
+        {1, 64, 32, 32, LM_LINEAR_IDENTITY, false, LM_LINEAR_GATE_CHANNEL, true},
+        {1, 1, 4, 3, LM_LINEAR_ELU1, true, LM_LINEAR_GATE_SCALAR, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_linear_case(&cases[i], 4000 + i);
+}
+
+Test(recurrent, linear_oracle_agrees_with_m8_and_lesson_references)
+{
+    enum { L = 23, dk = 5, dv = 4 };
+    lm_rng rng;
+    lm_rng_seed(&rng, 99);
+    double q[L * dk], k[L * dk], v[L * dv], y[L * dv], y_ref[L * dv], S[dk * dv], z[dk];
+    lm_rng_fill_standard_normal(&rng, q, L * dk);
+    lm_rng_fill_standard_normal(&rng, k, L * dk);
+    lm_rng_fill_standard_normal(&rng, v, L * dv);
+    lm_linear_f64 p = {1, L, dk, dv, LM_LINEAR_IDENTITY, false, LM_LINEAR_GATE_NONE, q, k, v,
+                       NULL, NULL, NULL, y, NULL, NULL};
+    cr_assert_eq(lm_linear_gated_f64_ref(&p, NULL), LM_OK);
+    cr_assert_eq(lm_linear_additive_sequential_f64_ref(q, dk, k, dk, v, dv, L, y_ref, NULL),
+                 LM_OK);
+    for (size_t i = 0; i < L * dv; i++)
+        cr_assert_float_eq(y[i], y_ref[i], 1e-12 * (1.0 + fabs(y_ref[i])));
+    p.feature = LM_LINEAR_ELU1;
+    p.normalize = true;
+    cr_assert_eq(lm_linear_gated_f64_ref(&p, NULL), LM_OK);
+    cr_assert_eq(lm_linear_feature_recurrent_f64_ref(q, k, v, L, dk, dv, y_ref, S, z, NULL),
+                 LM_OK);
+    for (size_t i = 0; i < L * dv; i++)
+        cr_assert_float_eq(y[i], y_ref[i], 1e-12 * (1.0 + fabs(y_ref[i])));
+}
+
+Test(recurrent, linear_rejects_bad_input)
+{
+    float q[4] = {1, 1, 1, 1}, k[4] = {1, 1, 1, 1}, v[4] = {1, 1, 1, 1}, g[2] = {0.5f, 1.5f};
+    float y[4];
+    lm_linear_f32 p = {1, 2, 2, 2, LM_LINEAR_IDENTITY, false, LM_LINEAR_GATE_SCALAR, q, k, v,
+                       g, NULL, NULL, y, NULL, NULL, NULL};
+    lm_error err;
+    cr_assert_eq(lm_linear_attention_f32(NULL, true, &p, 4, &err), LM_ERR_DOMAIN);
+    cr_assert(strstr(err.message, "gate must lie in (0, 1]") != NULL, "%s", err.message);
+    g[1] = 1.0f;
+    cr_assert_eq(lm_linear_attention_f32(NULL, true, &p, 0, &err), LM_ERR_ARG);
+    cr_assert(strstr(err.message, "chunk must be positive") != NULL, "%s", err.message);
+    p.normalize = true;
+    cr_assert_eq(lm_linear_attention_f32(NULL, false, &p, 0, &err), LM_ERR_ARG);
+    p.normalize = false;
+    p.length = 0;
+    cr_assert_eq(lm_linear_attention_f32(NULL, false, &p, 0, &err), LM_ERR_SHAPE);
+}
+
+/* ---- Mamba-2 SSD ---------------------------------------------------------------------------- */
+
+typedef struct ssd_case {
+    size_t B, L, H, P, G, N;
+    bool extras; /* bias, skip, h0 */
+} ssd_case;
+
+static void check_ssd_case(const ssd_case *c, uint64_t seed)
+{
+    lm_rng rng;
+    lm_rng_seed(&rng, seed);
+    const size_t B = c->B, L = c->L, H = c->H, P = c->P, G = c->G, N = c->N;
+    pair x = pair_normal(&rng, B * L * H * P, 1.0), dt = pair_normal(&rng, B * L * H, 1.0);
+    pair bias = pair_new(H);
+    lm_rng_fill_uniform(&rng, -4.0, -1.0, bias.d, H);
+    pair_sync(&bias);
+    pair a = pair_new(H);
+    lm_rng_fill_uniform(&rng, -8.0, 0.0, a.d, H);
+    a.d[0] = 0.0; /* a zero mode: nothing decays */
+    pair_sync(&a);
+    pair b = pair_normal(&rng, B * L * G * N, 1.0 / sqrt((double)N));
+    pair cc = pair_normal(&rng, B * L * G * N, 1.0 / sqrt((double)N));
+    pair skip = pair_normal(&rng, H, 1.0), h0 = pair_normal(&rng, B * H * P * N, 1.0);
+    pair y = pair_new(B * L * H * P), hf = pair_new(B * H * P * N);
+    lm_ssm_ssd_f64 pd = {B, L, H, P, G, N, x.d, dt.d, c->extras ? bias.d : NULL, a.d, b.d,
+                         cc.d, c->extras ? skip.d : NULL, c->extras ? h0.d : NULL, y.d, hf.d};
+    lm_error err;
+    cr_assert_eq(lm_ssm_ssd_f64_ref(&pd, &err), LM_OK, "%s", err.message);
+    double ymax = 0.0, hmax = 0.0;
+    for (size_t i = 0; i < y.n; i++)
+        ymax = fmax(ymax, fabs(y.d[i]));
+    for (size_t i = 0; i < hf.n; i++)
+        hmax = fmax(hmax, fabs(hf.d[i]));
+    const double tol_y = 64.0 * sqrt((double)(L + N)) * 0x1p-24 * (ymax + 1.0);
+    const double tol_h = 64.0 * sqrt((double)L) * 0x1p-24 * (hmax + 1.0);
+    static const size_t chunks[] = {0, 1, 7, 64, 1000};
+    for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
+        if (!lm_isa_available((lm_isa)isa))
+            continue;
+        const lm_ops *ops = lm_ops_for((lm_isa)isa);
+        for (size_t ci = 0; ci < sizeof chunks / sizeof chunks[0]; ci++) {
+            const size_t chunk = chunks[ci];
+            lm_ssm_ssd_f32 pf = {B, L, H, P, G, N, x.f, dt.f, c->extras ? bias.f : NULL, a.f,
+                                 b.f, cc.f, c->extras ? skip.f : NULL,
+                                 c->extras ? h0.f : NULL, y.f, hf.f};
+            cr_assert_eq(lm_ssm_ssd_scan_f32(chunk ? ops->linear_chunked_f32
+                                                   : ops->linear_recurrent_f32,
+                                             chunk != 0, &pf, chunk, &err),
+                         LM_OK, "%s", err.message);
+            double ey = 0.0, eh = 0.0;
+            for (size_t i = 0; i < y.n; i++)
+                ey = fmax(ey, fabs((double)y.f[i] - y.d[i]));
+            for (size_t i = 0; i < hf.n; i++)
+                eh = fmax(eh, fabs((double)hf.f[i] - hf.d[i]));
+            cr_expect(ey <= tol_y && eh <= tol_h,
+                      "isa %s B=%zu L=%zu H=%zu P=%zu G=%zu N=%zu chunk=%zu: |dy| %.3g (tol "
+                      "%.3g) |dh| %.3g (tol %.3g)", lm_isa_name((lm_isa)isa), B, L, H, P, G,
+                      N, chunk, ey, tol_y, eh, tol_h);
+        }
+    }
+    /* decode: token by token from h0 (or zero) equals the scan */
+    float *state = calloc(B * H * P * N, sizeof(float));
+    if (c->extras)
+        memcpy(state, h0.f, B * H * P * N * sizeof(float));
+    float *xt = malloc(B * H * P * sizeof(float)), *dtt = malloc(B * H * sizeof(float));
+    float *bt = malloc(B * G * N * sizeof(float)), *ct = malloc(B * G * N * sizeof(float));
+    float *yt = malloc(B * H * P * sizeof(float));
+    for (size_t t = 0; t < L; t++) {
+        for (size_t bi = 0; bi < B; bi++) {
+            memcpy(xt + bi * H * P, x.f + (bi * L + t) * H * P, H * P * sizeof(float));
+            memcpy(dtt + bi * H, dt.f + (bi * L + t) * H, H * sizeof(float));
+            memcpy(bt + bi * G * N, b.f + (bi * L + t) * G * N, G * N * sizeof(float));
+            memcpy(ct + bi * G * N, cc.f + (bi * L + t) * G * N, G * N * sizeof(float));
+        }
+        lm_ssm_ssd_f32 step = {B, 1, H, P, G, N, xt, dtt, c->extras ? bias.f : NULL, a.f, bt,
+                               ct, c->extras ? skip.f : NULL, state, yt, state};
+        cr_assert_eq(lm_ssm_ssd_decode_f32(&step, &err), LM_OK, "%s", err.message);
+        for (size_t bi = 0; bi < B; bi++)
+            for (size_t i = 0; i < H * P; i++)
+                cr_assert(fabs((double)yt[bi * H * P + i] - y.d[(bi * L + t) * H * P + i]) <=
+                              tol_y, "decode t=%zu", t);
+    }
+    for (size_t i = 0; i < hf.n; i++)
+        cr_assert(fabs((double)state[i] - hf.d[i]) <= tol_h);
+    free(state), free(xt), free(dtt), free(bt), free(ct), free(yt);
+    pair *all[] = {&x, &dt, &bias, &a, &b, &cc, &skip, &h0, &y, &hf};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        pair_free(all[i]);
+}
+
+Test(recurrent, ssd_every_path_chunk_and_decode_matches_oracle)
+{
+    static const ssd_case cases[] = {
+        {1, 37, 2, 8, 1, 64, true},  {2, 19, 4, 5, 2, 16, false},
+        {1, 50, 2, 16, 2, 128, true}, {1, 1, 1, 3, 1, 7, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_ssd_case(&cases[i], 6000 + i);
+}
+
+Test(recurrent, ssd_rejects_bad_input)
+{
+    float x[4] = {0}, dt[2] = {0}, a[2] = {-1.0f, 0.5f}, b[4] = {0}, c[4] = {0}, y[4];
+    lm_ssm_ssd_f32 p = {1, 1, 2, 2, 1, 2, x, dt, NULL, a, b, c, NULL, NULL, y, NULL};
+    lm_error err;
+    cr_assert_eq(lm_ssm_ssd_scan_f32(NULL, true, &p, 4, &err), LM_ERR_DOMAIN);
+    cr_assert(strstr(err.message, "a must be non-positive") != NULL, "%s", err.message);
+    a[1] = -0.5f;
+    cr_assert_eq(lm_ssm_ssd_scan_f32(NULL, true, &p, 0, &err), LM_ERR_ARG);
+    p.groups = 3;
+    cr_assert_eq(lm_ssm_ssd_scan_f32(NULL, false, &p, 0, &err), LM_ERR_SHAPE);
+    p.groups = 1;
+    cr_assert_eq(lm_ssm_ssd_decode_f32(&p, &err), LM_ERR_ARG);
+    cr_assert_eq(lm_ssm_ssd_scan_f32(NULL, false, &p, 0, &err), LM_OK);
+}
+
+/* ---- delta rule and gated delta rule -------------------------------------------------------- */
+
+typedef struct delta_case {
+    size_t H, L, dk, dv;
+    bool gated, s0;
+} delta_case;
+
+static void check_delta_case(const delta_case *c, uint64_t seed)
+{
+    lm_rng rng;
+    lm_rng_seed(&rng, seed);
+    const size_t H = c->H, L = c->L, dk = c->dk, dv = c->dv;
+    pair q = pair_normal(&rng, H * L * dk, 1.0 / sqrt((double)dk));
+    pair k = pair_normal(&rng, H * L * dk, 1.0);
+    pair v = pair_normal(&rng, H * L * dv, 1.0);
+    pair beta = pair_new(H * L), g = pair_new(H * L);
+    lm_rng_fill_uniform(&rng, 0.0, 1.0, beta.d, beta.n);
+    lm_rng_fill_uniform(&rng, 0.7, 1.0, g.d, g.n);
+    beta.d[0] = 1.0; /* an exact overwrite */
+    pair_sync(&beta);
+    pair_sync(&g);
+    pair s0 = pair_normal(&rng, H * dv * dk, 0.5);
+    pair y = pair_new(H * L * dv), sf = pair_new(H * dv * dk);
+    lm_delta_seq_f64 pd = {H, L, dk, dv, q.d, k.d, v.d, beta.d, c->gated ? g.d : NULL,
+                           c->s0 ? s0.d : NULL, y.d, sf.d};
+    lm_error err;
+    cr_assert_eq(lm_delta_gated_f64_ref(&pd, &err), LM_OK, "%s", err.message);
+    double ymax = 0.0, smax = 0.0;
+    for (size_t i = 0; i < y.n; i++)
+        ymax = fmax(ymax, fabs(y.d[i]));
+    for (size_t i = 0; i < sf.n; i++)
+        smax = fmax(smax, fabs(sf.d[i]));
+    const double tol_y = 64.0 * sqrt((double)(L + dk)) * 0x1p-24 * (ymax + 1.0);
+    const double tol_s = 64.0 * sqrt((double)(L + dk)) * 0x1p-24 * (smax + 1.0);
+    static const size_t chunks[] = {0, 1, 5, 16, 64, 1000};
+    for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
+        if (!lm_isa_available((lm_isa)isa))
+            continue;
+        const lm_ops *ops = lm_ops_for((lm_isa)isa);
+        for (size_t ci = 0; ci < sizeof chunks / sizeof chunks[0]; ci++) {
+            const size_t chunk = chunks[ci];
+            lm_delta_seq_f32 pf = {H, L, dk, dv, q.f, k.f, v.f, beta.f, c->gated ? g.f : NULL,
+                                   c->s0 ? s0.f : NULL, y.f, sf.f};
+            cr_assert_eq(lm_delta_rule_f32(chunk ? ops->delta_chunked_f32
+                                                 : ops->delta_recurrent_f32,
+                                           chunk != 0, &pf, chunk, &err),
+                         LM_OK, "%s", err.message);
+            double ey = 0.0, es = 0.0;
+            for (size_t i = 0; i < y.n; i++)
+                ey = fmax(ey, fabs((double)y.f[i] - y.d[i]));
+            for (size_t i = 0; i < sf.n; i++)
+                es = fmax(es, fabs((double)sf.f[i] - sf.d[i]));
+            cr_expect(ey <= tol_y && es <= tol_s,
+                      "isa %s H=%zu L=%zu dk=%zu dv=%zu gated=%d chunk=%zu: |dy| %.3g (tol "
+                      "%.3g) |dS| %.3g (tol %.3g)", lm_isa_name((lm_isa)isa), H, L, dk, dv,
+                      c->gated, chunk, ey, tol_y, es, tol_s);
+        }
+    }
+    pair *all[] = {&q, &k, &v, &beta, &g, &s0, &y, &sf};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        pair_free(all[i]);
+}
+
+Test(recurrent, delta_every_path_and_chunk_matches_oracle)
+{
+    static const delta_case cases[] = {
+        {1, 37, 8, 6, false, false}, {2, 41, 16, 33, true, true}, {3, 29, 9, 64, true, false},
+        {1, 70, 32, 32, false, true}, {1, 1, 4, 3, true, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_delta_case(&cases[i], 7000 + i);
+}
+
+Test(recurrent, delta_oracle_agrees_with_m8_single_step)
+{
+    /* One token of the sequence oracle equals m8's lm_delta_update_f64_ref. */
+    enum { dk = 3, dv = 2 };
+    double S[dv * dk] = {0.5, -1.0, 2.0, 0.25, 0.0, -0.5};
+    double q[dk] = {0.3, -0.2, 0.9}, k[dk] = {2.0, -1.0, 0.5}, v[dv] = {1.5, -2.5};
+    double beta = 0.7, g = 0.8, y[dv], S1[dv * dk];
+    lm_delta_seq_f64 p = {1, 1, dk, dv, q, k, v, &beta, &g, S, y, S1};
+    cr_assert_eq(lm_delta_gated_f64_ref(&p, NULL), LM_OK);
+    double S2[dv * dk], kn[dk], before[dv], after[dv];
+    lm_delta_update_result r = {S2, kn, before, after};
+    cr_assert_eq(lm_delta_update_f64_ref(S, dv, dk, k, dk, v, dv, beta, g, true, &r, NULL),
+                 LM_OK);
+    for (int i = 0; i < dv * dk; i++)
+        cr_assert_float_eq(S1[i], S2[i], 1e-14);
+}
+
+Test(recurrent, delta_rejects_bad_input)
+{
+    float q[4] = {1, 0, 1, 0}, k[4] = {1, 0, 0, 0}, v[4] = {1, 1, 1, 1};
+    float beta[2] = {0.5f, 0.5f}, g[2] = {0.9f, 0.9f}, y[4];
+    lm_delta_seq_f32 p = {1, 2, 2, 2, q, k, v, beta, g, NULL, y, NULL};
+    lm_error err;
+    cr_assert_eq(lm_delta_rule_f32(NULL, true, &p, 2, &err), LM_ERR_DOMAIN);
+    cr_assert(strstr(err.message, "k must have non-zero") != NULL, "%s", err.message);
+    k[3] = 1.0f;
+    cr_assert_eq(lm_delta_rule_f32(NULL, true, &p, 0, &err), LM_ERR_ARG);
+    cr_assert(strstr(err.message, "chunk must be positive") != NULL, "%s", err.message);
+    beta[1] = 1.5f;
+    cr_assert_eq(lm_delta_rule_f32(NULL, false, &p, 0, &err), LM_ERR_ARG);
+    beta[1] = 1.0f;
+    g[0] = 0.0f;
+    cr_assert_eq(lm_delta_rule_f32(NULL, false, &p, 0, &err), LM_ERR_DOMAIN);
+    g[0] = 1.0f;
+    cr_assert_eq(lm_delta_rule_f32(NULL, true, &p, 1, &err), LM_OK);
+}
