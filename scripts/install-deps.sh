@@ -6,7 +6,7 @@
 #   scripts/install-deps.sh --neon   also the arm64 cross toolchain, libraries and qemu-user
 set -euo pipefail
 
-host_pkgs=(gcc g++ make clang pkg-config libgomp1 libhwloc-dev hwloc libjansson-dev nettle-dev
+host_pkgs=(gcc g++ make clang pkg-config libgomp1 libhwloc-dev libjansson-dev nettle-dev
            libsleef-dev libbenchmark-dev libcriterion-dev python3 python3-numpy python3-matplotlib)
 neon_pkgs=(gcc-aarch64-linux-gnu qemu-user libgomp1:arm64 libsleef-dev:arm64 libjansson-dev:arm64
            nettle-dev:arm64 libhwloc-dev:arm64 libc6-dev-arm64-cross)
