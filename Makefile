@@ -74,7 +74,9 @@ UNIT      := $(BUILD)/tests/unit
 DEPFILES  := $(LIB_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 
 # ---- dependencies: install from Debian when a header or tool is missing ----------
-DEP_FILES := /usr/include/jansson.h /usr/include/nettle/sha2.h /usr/include/x86_64-linux-gnu/sleef.h \
+HOST_TRIPLET := $(shell uname -m)-linux-gnu
+DEP_FILES := /usr/include/jansson.h /usr/include/nettle/sha2.h /usr/include/$(HOST_TRIPLET)/sleef.h \
+             /usr/bin/clang /usr/lib/python3/dist-packages/numpy /usr/lib/python3/dist-packages/matplotlib \
              /usr/include/hwloc.h /usr/include/criterion/criterion.h \
              /usr/include/benchmark/benchmark.h /usr/bin/pkg-config
 MISSING_DEPS := $(strip $(foreach f,$(DEP_FILES),$(if $(wildcard $(f)),,$(f))))
@@ -83,7 +85,10 @@ ifneq ($(MISSING_DEPS),)
   $(if $(shell scripts/install-deps.sh >&2 && echo ok),,$(error scripts/install-deps.sh failed; see above))
 endif
 ifeq ($(ARCH),aarch64)
-  ifeq ($(wildcard /usr/bin/aarch64-linux-gnu-gcc /usr/bin/qemu-aarch64 /usr/lib/aarch64-linux-gnu/libsleef.so),)
+  NEON_DEP_FILES := /usr/bin/aarch64-linux-gnu-gcc /usr/bin/qemu-aarch64 /usr/lib/aarch64-linux-gnu/libsleef.so \
+                    /usr/lib/aarch64-linux-gnu/libjansson.so /usr/lib/aarch64-linux-gnu/libnettle.so \
+                    /usr/lib/aarch64-linux-gnu/libhwloc.so /usr/lib/aarch64-linux-gnu/libgomp.so.1
+  ifneq ($(strip $(foreach f,$(NEON_DEP_FILES),$(if $(wildcard $(f)),,$(f)))),)
     $(if $(shell scripts/install-deps.sh --neon >&2 && echo ok),,$(error scripts/install-deps.sh --neon failed))
   endif
 endif
