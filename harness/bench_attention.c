@@ -4,6 +4,7 @@
  * output against a float64 computation written here (every row for decode; three query
  * rows of every head for prefill, where the full reference would cost more than the run). */
 #include "bench.h"
+#include "bench_util.h"
 
 #include "../kernels/attention/attention.h"
 #include "../kernels/kvquant/kvquant.h"
@@ -45,17 +46,27 @@ static void attend_f64(const float *q, const void *k, const void *v, lm_kv_dtype
         out[c] /= total;
 }
 
-/* |fast - exact| over the row, relative to max(1e-30, max |exact|) of all rows seen. */
-static void row_error(const float *fast, const double *exact, size_t d, double *worst_abs,
-                      double *scale)
+/* The scratch of attend_f64 over up to n keys of d values. */
+typedef struct attend_scratch {
+    double *scores, *exact; /* {n}, {d} */
+    float *row;             /* {d} */
+} attend_scratch;
+
+static void scratch_close(attend_scratch *w)
 {
-    for (size_t c = 0; c < d; c++) {
-        double e = fabs((double)fast[c] - exact[c]);
-        if (!(e <= *worst_abs))
-            *worst_abs = e;
-        if (fabs(exact[c]) > *scale)
-            *scale = fabs(exact[c]);
-    }
+    free(w->scores), free(w->exact), free(w->row);
+}
+
+/* False (everything freed) when out of memory. */
+static bool scratch_open(attend_scratch *w, size_t n, size_t d)
+{
+    w->scores = malloc(n * sizeof *w->scores);
+    w->exact = malloc(d * sizeof *w->exact);
+    w->row = malloc(d * sizeof *w->row);
+    if (w->scores != NULL && w->exact != NULL && w->row != NULL)
+        return true;
+    scratch_close(w);
+    return false;
 }
 
 /* ---- decode ------------------------------------------------------------------------ */
@@ -132,26 +143,21 @@ static lm_status decode_check(void *state, double *checksum, double *err_max, lm
     size_t d = a->head_dim, n = a->capacity, group = a->heads / a->kv_heads;
     size_t size = lm_kv_dtype_size(a->dtype);
     *checksum = lm_bench_sum_f32(s->o, a->batch * a->heads * d);
-    double *scores = malloc(n * sizeof *scores), *exact = malloc(d * sizeof *exact);
-    float *row = malloc(d * sizeof *row);
-    double worst = 0.0, scale = 1e-30;
-    if (scores == NULL || exact == NULL || row == NULL) {
-        free(scores), free(exact), free(row);
-        *err_max = -1.0;
-        return isfinite(*checksum) ? LM_OK : lm_fail(err, LM_ERR_NUMERIC, "non-finite output");
-    }
+    attend_scratch w;
+    lm_bench_err e = lm_bench_err_start();
+    if (!scratch_open(&w, n, d))
+        return lm_bench_err_skipped(*checksum, err_max, err);
     for (size_t b = 0; b < a->batch; b++)
         for (size_t h = 0; h < a->heads; h++) {
             size_t kv = b * a->kv_heads + h / group;
             const char *k = (const char *)a->k + kv * n * d * size;
             const char *v = (const char *)a->v + kv * n * d * size;
             attend_f64(a->q + (b * a->heads + h) * d, k, v, a->dtype, n, d, d,
-                       1.0 / sqrt((double)d), scores, row, exact);
-            row_error(a->o + (b * a->heads + h) * d, exact, d, &worst, &scale);
+                       1.0 / sqrt((double)d), w.scores, w.row, w.exact);
+            lm_bench_err_add_f32(&e, a->o + (b * a->heads + h) * d, w.exact, d);
         }
-    free(scores), free(exact), free(row);
-    *err_max = worst / scale;
-    if (!isfinite(*checksum) || !(*err_max <= 1e-3))
+    scratch_close(&w);
+    if (!lm_bench_err_within(&e, *checksum, 1e-3, err_max))
         return lm_fail(err, LM_ERR_NUMERIC, "attn_decode output differs from the float64 "
                                             "reference by %.3g (relative to max |o|)", *err_max);
     return LM_OK;
@@ -249,15 +255,11 @@ static lm_status prefill_check(void *state, double *checksum, double *err_max, l
     const lm_attn_prefill_args *a = &s->args;
     size_t n = a->n, d = a->head_dim, group = a->heads / a->kv_heads;
     *checksum = lm_bench_sum_f32(s->o, n * a->heads * d);
-    double *scores = malloc(n * sizeof *scores), *exact = malloc(d * sizeof *exact);
-    float *row = malloc(d * sizeof *row);
-    double worst = 0.0, scale = 1e-30;
+    attend_scratch w;
+    lm_bench_err e = lm_bench_err_start();
     size_t rows[3] = {0, n / 2, n - 1};
-    if (scores == NULL || exact == NULL || row == NULL) {
-        free(scores), free(exact), free(row);
-        *err_max = -1.0;
-        return isfinite(*checksum) ? LM_OK : lm_fail(err, LM_ERR_NUMERIC, "non-finite output");
-    }
+    if (!scratch_open(&w, n, d))
+        return lm_bench_err_skipped(*checksum, err_max, err);
     for (size_t r = 0; r < 3; r++)
         for (size_t h = 0; h < a->heads; h++) {
             size_t i = rows[r], first = 0;
@@ -267,12 +269,11 @@ static lm_status prefill_check(void *state, double *checksum, double *err_max, l
             /* keys first..i of KV head g: row stride kv_heads * d floats */
             attend_f64(a->q + (i * a->heads + h) * d, a->k + (first * a->kv_heads + g) * d,
                        a->v + (first * a->kv_heads + g) * d, LM_KV_F32, i + 1 - first, d,
-                       a->kv_heads * d, 1.0 / sqrt((double)d), scores, row, exact);
-            row_error(a->o + (i * a->heads + h) * d, exact, d, &worst, &scale);
+                       a->kv_heads * d, 1.0 / sqrt((double)d), w.scores, w.row, w.exact);
+            lm_bench_err_add_f32(&e, a->o + (i * a->heads + h) * d, w.exact, d);
         }
-    free(scores), free(exact), free(row);
-    *err_max = worst / scale;
-    if (!isfinite(*checksum) || !(*err_max <= 1e-3))
+    scratch_close(&w);
+    if (!lm_bench_err_within(&e, *checksum, 1e-3, err_max))
         return lm_fail(err, LM_ERR_NUMERIC, "attn_prefill output differs from the float64 "
                                             "reference by %.3g (relative to max |o|)", *err_max);
     return LM_OK;
@@ -393,25 +394,20 @@ static lm_status kvq_check(void *state, double *checksum, double *err_max, lm_er
     kvq_state *s = state;
     size_t g = s->cache.kv_heads, d = s->cache.head_dim, n = s->n, group = s->heads / g;
     *checksum = lm_bench_sum_f32(s->o, s->heads * d);
-    double *scores = malloc(n * sizeof *scores), *exact = malloc(d * sizeof *exact);
-    float *row = malloc(d * sizeof *row);
-    double worst = 0.0, scale = 1e-30;
-    if (scores == NULL || exact == NULL || row == NULL) {
-        free(scores), free(exact), free(row);
-        *err_max = -1.0;
-        return isfinite(*checksum) ? LM_OK : lm_fail(err, LM_ERR_NUMERIC, "non-finite output");
-    }
+    attend_scratch w;
+    lm_bench_err e = lm_bench_err_start();
+    if (!scratch_open(&w, n, d))
+        return lm_bench_err_skipped(*checksum, err_max, err);
     for (size_t h = 0; h < s->heads; h++) { /* token-major {n, kv_heads, d}: stride g * d */
         attend_f64(s->q + h * d, s->k + (h / group) * d, s->v + (h / group) * d, LM_KV_F32, n,
-                   d, g * d, 1.0 / sqrt((double)d), scores, row, exact);
-        row_error(s->o + h * d, exact, d, &worst, &scale);
+                   d, g * d, 1.0 / sqrt((double)d), w.scores, w.row, w.exact);
+        lm_bench_err_add_f32(&e, s->o + h * d, w.exact, d);
     }
-    free(scores), free(exact), free(row);
-    *err_max = worst / scale;
+    scratch_close(&w);
     /* Beyond these the output is garbage, not quantization noise (uniform-ish inputs give
      * relative errors near 2^-bits times a small factor). */
     double bound = s->bits >= 8 ? 0.05 : s->bits >= 4 ? 0.5 : 2.0;
-    if (!isfinite(*checksum) || !(*err_max <= bound))
+    if (!lm_bench_err_within(&e, *checksum, bound, err_max))
         return lm_fail(err, LM_ERR_NUMERIC, "attn_decode_q (%d-bit) output is %.3g away from "
                                             "float attention (bound %.2g)", s->bits, *err_max, bound);
     return LM_OK;
@@ -515,25 +511,20 @@ static lm_status ring_check(void *state, double *checksum, double *err_max, lm_e
     size_t d = c->head_dim, held = lm_window_cache_held(c), group = s->heads / c->kv_heads;
     size_t size = lm_kv_dtype_size(c->dtype);
     *checksum = lm_bench_sum_f32(s->o, s->heads * d);
-    double *scores = malloc(held * sizeof *scores), *exact = malloc(d * sizeof *exact);
-    float *row = malloc(d * sizeof *row);
-    double worst = 0.0, scale = 1e-30;
-    if (scores == NULL || exact == NULL || row == NULL) {
-        free(scores), free(exact), free(row);
-        *err_max = -1.0;
-        return isfinite(*checksum) ? LM_OK : lm_fail(err, LM_ERR_NUMERIC, "non-finite output");
-    }
+    attend_scratch w;
+    lm_bench_err e = lm_bench_err_start();
+    if (!scratch_open(&w, held, d))
+        return lm_bench_err_skipped(*checksum, err_max, err);
     for (size_t h = 0; h < s->heads; h++) {
         size_t kv = h / group;
         const char *k = (const char *)c->k + kv * c->window * d * size;
         const char *v = (const char *)c->v + kv * c->window * d * size;
-        attend_f64(s->q + h * d, k, v, c->dtype, held, d, d, 1.0 / sqrt((double)d), scores, row,
-                   exact);
-        row_error(s->o + h * d, exact, d, &worst, &scale);
+        attend_f64(s->q + h * d, k, v, c->dtype, held, d, d, 1.0 / sqrt((double)d), w.scores, w.row,
+                   w.exact);
+        lm_bench_err_add_f32(&e, s->o + h * d, w.exact, d);
     }
-    free(scores), free(exact), free(row);
-    *err_max = worst / scale;
-    if (!isfinite(*checksum) || !(*err_max <= 1e-3))
+    scratch_close(&w);
+    if (!lm_bench_err_within(&e, *checksum, 1e-3, err_max))
         return lm_fail(err, LM_ERR_NUMERIC, "window_decode output differs from the float64 "
                                             "reference by %.3g", *err_max);
     return LM_OK;
@@ -640,14 +631,6 @@ static lm_status mla_run(void *state, lm_error *err)
     return mla_run_path(s, s->absorbed, s->o, err);
 }
 
-static double *widen(const float *x, size_t count)
-{
-    double *out = malloc((count ? count : 1) * sizeof *out);
-    for (size_t i = 0; out != NULL && i < count; i++)
-        out[i] = (double)x[i];
-    return out;
-}
-
 static lm_status mla_check(void *state, double *checksum, double *err_max, lm_error *err)
 {
     mla_state *s = state;
@@ -657,9 +640,10 @@ static lm_status mla_check(void *state, double *checksum, double *err_max, lm_er
     double *exact = malloc(count * sizeof *exact);
     lm_status st = exact ? LM_OK : LM_ERR_NOMEM;
     if (st == LM_OK && s->n <= 1024) {
-        double *q = widen(s->q, sh->heads * (sh->nope + sh->rope)), *ckv = widen(s->ckv, s->n * row);
-        double *w_uk = widen(s->w_uk, sh->latent * sh->heads * sh->nope);
-        double *w_uv = widen(s->w_uv, sh->latent * sh->heads * sh->v_dim);
+        double *q = lm_bench_widen(s->q, sh->heads * (sh->nope + sh->rope));
+        double *ckv = lm_bench_widen(s->ckv, s->n * row);
+        double *w_uk = lm_bench_widen(s->w_uk, sh->latent * sh->heads * sh->nope);
+        double *w_uv = lm_bench_widen(s->w_uv, sh->latent * sh->heads * sh->v_dim);
         st = q && ckv && w_uk && w_uv
                  ? lm_mla_attend_f64_ref(sh, q, ckv, w_uk, w_uv, 1, s->n, false, exact, err)
                  : LM_ERR_NOMEM;
@@ -671,16 +655,13 @@ static lm_status mla_check(void *state, double *checksum, double *err_max, lm_er
             exact[i] = (double)other[i];
         lm_free(other);
     }
-    double worst = 0.0, scale = 1e-30;
+    lm_bench_err e = lm_bench_err_start();
     if (st == LM_OK)
-        row_error(s->o, exact, count, &worst, &scale);
+        lm_bench_err_add_f32(&e, s->o, exact, count);
     free(exact);
-    if (st != LM_OK) {
-        *err_max = -1.0;
-        return isfinite(*checksum) ? LM_OK : lm_fail(err, LM_ERR_NUMERIC, "non-finite output");
-    }
-    *err_max = worst / scale;
-    if (!isfinite(*checksum) || !(*err_max <= 1e-3))
+    if (st != LM_OK)
+        return lm_bench_err_skipped(*checksum, err_max, err);
+    if (!lm_bench_err_within(&e, *checksum, 1e-3, err_max))
         return lm_fail(err, LM_ERR_NUMERIC, "mla decode output differs from the reference by "
                                             "%.3g", *err_max);
     return LM_OK;

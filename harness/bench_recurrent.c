@@ -5,6 +5,7 @@
  * initialisation: A[d, n] = -(n + 1) (S4D-real), delta bias in [-4, -2) (steps of about
  * 0.02 to 0.13 after softplus), skip 1. The check recomputes the recurrence in float64. */
 #include "bench.h"
+#include "bench_util.h"
 
 #include "../kernels/conv/conv.h"
 #include "../kernels/delta/delta.h"
@@ -146,26 +147,19 @@ static lm_status mamba_check(void *state, double *checksum, double *err_max, lm_
     double *h = malloc(n * sizeof *h), *y = malloc(len * sizeof *y);
     if (h == NULL || y == NULL) {
         free(h), free(y);
-        *err_max = -1.0;
-        return isfinite(*checksum) ? LM_OK : lm_fail(err, LM_ERR_NUMERIC, "non-finite output");
+        return lm_bench_err_skipped(*checksum, err_max, err);
     }
     /* Every channel of a decode step; 16 spread channels of a scan (all L tokens). */
     size_t step = s->decode || d <= 16 ? 1 : d / 16;
-    double worst = 0.0, scale = 1e-30;
+    lm_bench_err e = lm_bench_err_start();
     for (size_t b = 0; b < bsz; b++)
         for (size_t ch = 0; ch < d; ch += step) {
             mamba_channel_f64(p, b, ch, h, y);
-            for (size_t t = 0; t < len; t++) {
-                double e = fabs((double)s->y[(b * len + t) * d + ch] - y[t]);
-                if (!(e <= worst))
-                    worst = e;
-                if (fabs(y[t]) > scale)
-                    scale = fabs(y[t]);
-            }
+            for (size_t t = 0; t < len; t++)
+                lm_bench_err_add(&e, (double)s->y[(b * len + t) * d + ch], y[t]);
         }
     free(h), free(y);
-    *err_max = worst / scale;
-    if (!isfinite(*checksum) || !(*err_max <= 1e-3))
+    if (!lm_bench_err_within(&e, *checksum, 1e-3, err_max))
         return lm_fail(err, LM_ERR_NUMERIC, "mamba1 output differs from the float64 recurrence "
                                             "by %.3g (relative to max |y|)", *err_max);
     return LM_OK;
@@ -275,7 +269,7 @@ static lm_status conv_check(void *state, double *checksum, double *err_max, lm_e
     const lm_conv_causal_f32 *p = &s->p;
     size_t l = p->length, d = p->channels, k = p->width;
     *checksum = lm_bench_sum_f32(s->y, p->batch * l * d);
-    double worst = 0.0, scale = 1e-30;
+    lm_bench_err e = lm_bench_err_start();
     for (size_t b = 0; b < p->batch; b++)
         for (size_t t = 0; t < l; t++)
             for (size_t ch = 0; ch < d; ch += d > 64 ? d / 64 : 1) {
@@ -284,15 +278,9 @@ static lm_status conv_check(void *state, double *checksum, double *err_max, lm_e
                     if (t + j + 1 >= k)
                         u += (double)p->weight[ch * k + j] *
                              (double)p->x[(b * l + t + j + 1 - k) * d + ch];
-                double exact = u / (1.0 + exp(-u));
-                double e = fabs((double)s->y[(b * l + t) * d + ch] - exact);
-                if (!(e <= worst))
-                    worst = e;
-                if (fabs(exact) > scale)
-                    scale = fabs(exact);
+                lm_bench_err_add(&e, (double)s->y[(b * l + t) * d + ch], u / (1.0 + exp(-u)));
             }
-    *err_max = worst / scale;
-    if (!isfinite(*checksum) || !(*err_max <= 1e-4))
+    if (!lm_bench_err_within(&e, *checksum, 1e-4, err_max))
         return lm_fail(err, LM_ERR_NUMERIC, "conv_causal output differs from the float64 "
                                             "convolution by %.3g", *err_max);
     return LM_OK;
@@ -371,21 +359,16 @@ static lm_status affine_check(void *state, double *checksum, double *err_max, lm
 {
     affine_state *s = state;
     *checksum = lm_bench_sum_f32(s->states, s->steps * s->width);
-    double worst = 0.0, scale = 1e-30;
+    lm_bench_err e = lm_bench_err_start();
     size_t stride = s->width > 32 ? s->width / 32 : 1;
     for (size_t c = 0; c < s->width; c += stride) { /* float64 sequential recurrence */
         double h = 0.0;
         for (size_t t = 0; t < s->steps; t++) {
             h = (double)s->a[t * s->width + c] * h + (double)s->b[t * s->width + c];
-            double e = fabs((double)s->states[t * s->width + c] - h);
-            if (!(e <= worst))
-                worst = e;
-            if (fabs(h) > scale)
-                scale = fabs(h);
+            lm_bench_err_add(&e, (double)s->states[t * s->width + c], h);
         }
     }
-    *err_max = worst / scale;
-    if (!isfinite(*checksum) || !(*err_max <= 1e-4))
+    if (!lm_bench_err_within(&e, *checksum, 1e-4, err_max))
         return lm_fail(err, LM_ERR_NUMERIC, "affine_scan states differ from the float64 "
                                             "recurrence by %.3g", *err_max);
     return LM_OK;
@@ -465,52 +448,60 @@ static lm_status linear_run(void *state, lm_error *err)
     return lm_linear_attention_f32(NULL, true, &s->p, s->chunk, err);
 }
 
-static double *to_f64(const float *x, size_t count)
+/* Float64 oracle of head `head` alone (its contiguous {L, d} rows) into y {L, d}. */
+typedef lm_status (*head_oracle)(const void *params, size_t head, double *y, lm_error *err);
+
+/* The check of the head-major cases `name` ({H, L, d}, d_key = d_value): *checksum over
+ * y {heads, per_head}, the oracle on the first and the last head, tolerance 1e-3 of the
+ * output scale (err_max -1 when the reference could not be computed). */
+static lm_status check_end_heads(const char *name, const float *y, size_t heads,
+                                 size_t per_head, head_oracle oracle, const void *params,
+                                 double *checksum, double *err_max, lm_error *err)
 {
-    double *out = malloc((count ? count : 1) * sizeof *out);
-    for (size_t i = 0; out != NULL && i < count; i++)
-        out[i] = (double)x[i];
-    return out;
+    *checksum = lm_bench_sum_f32(y, heads * per_head);
+    lm_bench_err e = lm_bench_err_start();
+    size_t pick[2] = {0, heads - 1};
+    double *exact = malloc(per_head * sizeof *exact);
+    lm_status st = exact != NULL ? LM_OK : LM_ERR_NOMEM;
+    for (int i = 0; st == LM_OK && i < (heads > 1 ? 2 : 1); i++) {
+        st = oracle(params, pick[i], exact, err);
+        if (st == LM_OK)
+            lm_bench_err_add_f32(&e, y + pick[i] * per_head, exact, per_head);
+    }
+    free(exact);
+    if (st != LM_OK)
+        return lm_bench_err_skipped(*checksum, err_max, err);
+    if (!lm_bench_err_within(&e, *checksum, 1e-3, err_max))
+        return lm_fail(err, LM_ERR_NUMERIC, "%s output differs from the float64 recurrence by "
+                                            "%.3g", name, *err_max);
+    return LM_OK;
+}
+
+static lm_status linear_head_f64(const void *params, size_t head, double *y, lm_error *err)
+{
+    const lm_linear_f32 *p = params;
+    size_t per_head = p->length * p->d_key, off = head * per_head;
+    double *q = lm_bench_widen(p->q + off, per_head);
+    double *k = lm_bench_widen(p->k + off, per_head);
+    double *v = lm_bench_widen(p->v + off, per_head);
+    lm_status st = LM_ERR_NOMEM;
+    if (q && k && v) {
+        lm_linear_f64 r = {.heads = 1, .length = p->length, .d_key = p->d_key,
+                           .d_value = p->d_value, .feature = p->feature,
+                           .normalize = p->normalize, .gate_kind = p->gate_kind, .q = q,
+                           .k = k, .v = v, .y = y};
+        st = lm_linear_gated_f64_ref(&r, err);
+    }
+    free(q), free(k), free(v);
+    return st;
 }
 
 static lm_status linear_check(void *state, double *checksum, double *err_max, lm_error *err)
 {
     linear_state *s = state;
     const lm_linear_f32 *p = &s->p;
-    size_t per_head = p->length * p->d_key;
-    *checksum = lm_bench_sum_f32(s->y, p->heads * per_head);
-    double worst = 0.0, scale = 1e-30;
-    size_t heads[2] = {0, p->heads - 1};
-    for (int i = 0; i < (p->heads > 1 ? 2 : 1); i++) {
-        size_t off = heads[i] * per_head;
-        double *q = to_f64(p->q + off, per_head), *k = to_f64(p->k + off, per_head);
-        double *v = to_f64(p->v + off, per_head), *y = malloc(per_head * sizeof *y);
-        lm_status st = LM_ERR_NOMEM;
-        if (q && k && v && y) {
-            lm_linear_f64 r = {.heads = 1, .length = p->length, .d_key = p->d_key,
-                               .d_value = p->d_value, .feature = p->feature,
-                               .normalize = p->normalize, .gate_kind = p->gate_kind, .q = q,
-                               .k = k, .v = v, .y = y};
-            st = lm_linear_gated_f64_ref(&r, err);
-            for (size_t j = 0; st == LM_OK && j < per_head; j++) {
-                double e = fabs((double)s->y[off + j] - y[j]);
-                if (!(e <= worst))
-                    worst = e;
-                if (fabs(y[j]) > scale)
-                    scale = fabs(y[j]);
-            }
-        }
-        free(q), free(k), free(v), free(y);
-        if (st != LM_OK) {
-            *err_max = -1.0;
-            return isfinite(*checksum) ? LM_OK : lm_fail(err, LM_ERR_NUMERIC, "non-finite output");
-        }
-    }
-    *err_max = worst / scale;
-    if (!isfinite(*checksum) || !(*err_max <= 1e-3))
-        return lm_fail(err, LM_ERR_NUMERIC, "linear_chunked output differs from the float64 "
-                                            "recurrence by %.3g", *err_max);
-    return LM_OK;
+    return check_end_heads("linear_chunked", s->y, p->heads, p->length * p->d_key,
+                           linear_head_f64, p, checksum, err_max, err);
 }
 
 static void linear_cost(const lm_bench_config *c, double *flops, double *bytes)
@@ -681,27 +672,19 @@ static lm_status ssd_check(void *state, double *checksum, double *err_max, lm_er
         memcpy(s->h, s->h_init, state_count * sizeof(float));
     }
     *checksum = lm_bench_sum_f32(s->y, p->batch * len * heads * pd);
-    double *y = malloc(len * pd * sizeof *y), worst = 0.0, scale = 1e-30;
+    double *y = malloc(len * pd * sizeof *y);
+    lm_bench_err e = lm_bench_err_start();
     lm_status st = y ? LM_OK : LM_ERR_NOMEM;
     size_t step = s->decode ? 1 : (heads > 1 ? heads - 1 : 1);
     for (size_t h = 0; h < heads && st == LM_OK; h += step) {
         st = ssd_head_f64(p, h, y, err);
         for (size_t t = 0; st == LM_OK && t < len; t++)
-            for (size_t i = 0; i < pd; i++) {
-                double e = fabs((double)s->y[(t * heads + h) * pd + i] - y[t * pd + i]);
-                if (!(e <= worst))
-                    worst = e;
-                if (fabs(y[t * pd + i]) > scale)
-                    scale = fabs(y[t * pd + i]);
-            }
+            lm_bench_err_add_f32(&e, s->y + (t * heads + h) * pd, y + t * pd, pd);
     }
     free(y);
-    if (st != LM_OK) {
-        *err_max = -1.0;
-        return isfinite(*checksum) ? LM_OK : lm_fail(err, LM_ERR_NUMERIC, "non-finite output");
-    }
-    *err_max = worst / scale;
-    if (!isfinite(*checksum) || !(*err_max <= 1e-3))
+    if (st != LM_OK)
+        return lm_bench_err_skipped(*checksum, err_max, err);
+    if (!lm_bench_err_within(&e, *checksum, 1e-3, err_max))
         return lm_fail(err, LM_ERR_NUMERIC, "ssd output differs from the float64 recurrence by "
                                             "%.3g (relative to max |y|)", *err_max);
     return LM_OK;
@@ -812,44 +795,32 @@ static lm_status delta_run(void *state, lm_error *err)
     return lm_delta_rule_f32(NULL, true, &s->p, s->chunk, err);
 }
 
+static lm_status delta_head_f64(const void *params, size_t head, double *y, lm_error *err)
+{
+    const lm_delta_seq_f32 *p = params;
+    size_t per_head = p->length * p->d_key, off = head * per_head, toff = head * p->length;
+    double *q = lm_bench_widen(p->q + off, per_head);
+    double *k = lm_bench_widen(p->k + off, per_head);
+    double *v = lm_bench_widen(p->v + off, per_head);
+    double *beta = lm_bench_widen(p->beta + toff, p->length);
+    double *gate = lm_bench_widen(p->gate + toff, p->length);
+    lm_status st = LM_ERR_NOMEM;
+    if (q && k && v && beta && gate) {
+        lm_delta_seq_f64 r = {.heads = 1, .length = p->length, .d_key = p->d_key,
+                              .d_value = p->d_value, .q = q, .k = k, .v = v, .beta = beta,
+                              .gate = gate, .y = y};
+        st = lm_delta_gated_f64_ref(&r, err);
+    }
+    free(q), free(k), free(v), free(beta), free(gate);
+    return st;
+}
+
 static lm_status delta_check(void *state, double *checksum, double *err_max, lm_error *err)
 {
     delta_state *s = state;
     const lm_delta_seq_f32 *p = &s->p;
-    size_t per_head = p->length * p->d_key;
-    *checksum = lm_bench_sum_f32(s->y, p->heads * per_head);
-    double worst = 0.0, scale = 1e-30;
-    size_t heads[2] = {0, p->heads - 1};
-    for (int i = 0; i < (p->heads > 1 ? 2 : 1); i++) {
-        size_t off = heads[i] * per_head, toff = heads[i] * p->length;
-        double *q = to_f64(p->q + off, per_head), *k = to_f64(p->k + off, per_head);
-        double *v = to_f64(p->v + off, per_head), *beta = to_f64(p->beta + toff, p->length);
-        double *gate = to_f64(p->gate + toff, p->length), *y = malloc(per_head * sizeof *y);
-        lm_status st = LM_ERR_NOMEM;
-        if (q && k && v && beta && gate && y) {
-            lm_delta_seq_f64 r = {.heads = 1, .length = p->length, .d_key = p->d_key,
-                                  .d_value = p->d_value, .q = q, .k = k, .v = v, .beta = beta,
-                                  .gate = gate, .y = y};
-            st = lm_delta_gated_f64_ref(&r, err);
-            for (size_t j = 0; st == LM_OK && j < per_head; j++) {
-                double e = fabs((double)s->y[off + j] - y[j]);
-                if (!(e <= worst))
-                    worst = e;
-                if (fabs(y[j]) > scale)
-                    scale = fabs(y[j]);
-            }
-        }
-        free(q), free(k), free(v), free(beta), free(gate), free(y);
-        if (st != LM_OK) {
-            *err_max = -1.0;
-            return isfinite(*checksum) ? LM_OK : lm_fail(err, LM_ERR_NUMERIC, "non-finite output");
-        }
-    }
-    *err_max = worst / scale;
-    if (!isfinite(*checksum) || !(*err_max <= 1e-3))
-        return lm_fail(err, LM_ERR_NUMERIC, "delta_chunked output differs from the float64 "
-                                            "recurrence by %.3g", *err_max);
-    return LM_OK;
+    return check_end_heads("delta_chunked", s->y, p->heads, p->length * p->d_key,
+                           delta_head_f64, p, checksum, err_max, err);
 }
 
 static void delta_cost(const lm_bench_config *c, double *flops, double *bytes)

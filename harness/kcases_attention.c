@@ -49,6 +49,19 @@ static lm_status poison(lm_kcase *kcase, const char *array, double *x, lm_error 
     return status;
 }
 
+/* Draws q {nq}, then k and v {nk} each (case-owned, in that order) and allocates the nq
+ * outputs; LM_ERR_NOMEM "no memory for inputs" when any allocation fails. */
+static lm_status draw_qkv(lm_kcase *kcase, lm_rng *rng, size_t nq, size_t nk, double **q,
+                          double **k, double **v, lm_kout *out, lm_error *err)
+{
+    *q = lm_kcase_normal(kcase, rng, nq);
+    *k = lm_kcase_normal(kcase, rng, nk);
+    *v = lm_kcase_normal(kcase, rng, nk);
+    if (*q == NULL || *k == NULL || *v == NULL || lm_kcase_output(kcase, nq, out, err) != LM_OK)
+        return lm_fail(err, LM_ERR_NOMEM, "case %s: no memory for inputs", kcase->id);
+    return LM_OK;
+}
+
 /* attention_prefill: causal (masked) GQA prefill.
  * Recipe: q = rng.standard_normal((n, heads, head_dim)), k = rng.standard_normal((n,
  * kv_heads, head_dim)), v likewise; rounded to float32 for dtype f32. Output o {n, heads,
@@ -75,12 +88,9 @@ static lm_status run_prefill(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm
         return lm_fail(err, LM_ERR_SCHEMA, "case %s: n * heads * head_dim must be at most 2^24",
                        kcase->id);
     const size_t nq = n * heads * d, nk = n * kv_heads * d;
-    double *q = lm_kcase_normal(kcase, rng, nq); /* {n, heads, d} */
-    double *k = lm_kcase_normal(kcase, rng, nk); /* {n, kv_heads, d} */
-    double *v = lm_kcase_normal(kcase, rng, nk);
-    if (q == NULL || k == NULL || v == NULL ||
-        (status = lm_kcase_output(kcase, nq, out, err)) != LM_OK)
-        return lm_fail(err, LM_ERR_NOMEM, "case %s: no memory for inputs", kcase->id);
+    double *q, *k, *v; /* {n, heads, d}, {n, kv_heads, d} twice */
+    if ((status = draw_qkv(kcase, rng, nq, nk, &q, &k, &v, out, err)) != LM_OK)
+        return status;
     if ((status = poison(kcase, "q", q, err)) != LM_OK)
         return status;
     if (ops == NULL)
@@ -92,11 +102,7 @@ static lm_status run_prefill(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm
         return lm_fail(err, LM_ERR_NOMEM, "case %s: no memory for float32 copies", kcase->id);
     lm_attn_prefill_args a = {qf, kf, vf, of, n, heads, kv_heads, d, mask,
                               1.0f / sqrtf((float)d)};
-    if ((status = lm_attn_prefill(&a, ops, NULL, err)) != LM_OK)
-        return status;
-    for (size_t i = 0; i < nq; i++)
-        out->values[i] = (double)of[i];
-    return LM_OK;
+    return lm_kcase_store_f32(lm_attn_prefill(&a, ops, NULL, err), out->values, of, nq);
 }
 
 /* attention_decode: one query per sequence over a KV cache.
@@ -133,12 +139,9 @@ static lm_status run_decode(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_
     for (size_t b = 0; b < batch; b++)
         lengths[b] = length == 0 ? 0 : 1 + ((size_t)length - 1) * (batch - b) / batch;
     const size_t nq = batch * heads * d, nk = batch * kv_heads * capacity * d;
-    double *q = lm_kcase_normal(kcase, rng, nq);
-    double *k = lm_kcase_normal(kcase, rng, nk);
-    double *v = lm_kcase_normal(kcase, rng, nk);
-    if (q == NULL || k == NULL || v == NULL ||
-        (status = lm_kcase_output(kcase, nq, out, err)) != LM_OK)
-        return lm_fail(err, LM_ERR_NOMEM, "case %s: no memory for inputs", kcase->id);
+    double *q, *k, *v; /* {batch, heads, d}, {batch, kv_heads, capacity, d} twice */
+    if ((status = draw_qkv(kcase, rng, nq, nk, &q, &k, &v, out, err)) != LM_OK)
+        return status;
     if ((status = poison(kcase, "q", q, err)) != LM_OK)
         return status;
     if (ops == NULL)
@@ -157,11 +160,7 @@ static lm_status run_decode(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_
     lm_kv_store(dtype, kf, ks, nk);
     lm_kv_store(dtype, vf, vs, nk);
     lm_attn_decode_args a = {qf, ks, vs, lengths, of, batch, heads, kv_heads, d, capacity, dtype};
-    if ((status = lm_attn_decode(&a, ops, err)) != LM_OK)
-        return status;
-    for (size_t i = 0; i < nq; i++)
-        out->values[i] = (double)of[i];
-    return LM_OK;
+    return lm_kcase_store_f32(lm_attn_decode(&a, ops, err), out->values, of, nq);
 }
 
 /* window_decode: token-by-token decode through the rolling buffer of w slots.
@@ -190,11 +189,9 @@ static lm_status run_window(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_
         return lm_fail(err, LM_ERR_SCHEMA, "case %s: window >= 0 and n * heads * head_dim <= "
                        "2^22", kcase->id);
     const size_t nq = n * heads * d, nk = n * kv_heads * d;
-    double *q = lm_kcase_normal(kcase, rng, nq), *k = lm_kcase_normal(kcase, rng, nk);
-    double *v = lm_kcase_normal(kcase, rng, nk);
-    if (q == NULL || k == NULL || v == NULL ||
-        (status = lm_kcase_output(kcase, nq, out, err)) != LM_OK)
-        return lm_fail(err, LM_ERR_NOMEM, "case %s: no memory for inputs", kcase->id);
+    double *q, *k, *v; /* {n, heads, d}, {n, kv_heads, d} twice */
+    if ((status = draw_qkv(kcase, rng, nq, nk, &q, &k, &v, out, err)) != LM_OK)
+        return status;
     if (ops == NULL) {
         lm_attn_mask mask = {LM_ATTN_MASK_WINDOW, (size_t)window, 0, 0};
         return lm_attn_prefill_f64_ref(q, k, v, out->values, n, heads, kv_heads, d, &mask, err);
@@ -214,8 +211,7 @@ static lm_status run_window(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_
         status = lm_window_cache_append(&cache, kf + t * kv_heads * d, vf + t * kv_heads * d, err);
         if (status == LM_OK)
             status = lm_window_decode(&cache, qf + t * heads * d, heads, of, ops, err);
-        for (size_t i = 0; status == LM_OK && i < heads * d; i++)
-            out->values[t * heads * d + i] = (double)of[i];
+        status = lm_kcase_store_f32(status, out->values + t * heads * d, of, heads * d);
     }
     lm_window_cache_free(&cache);
     return status;
@@ -279,9 +275,8 @@ static lm_status run_kvquant(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm
             status = lm_attn_decode_f64_ref(q, kd, vd, &n, out->values, 1, heads, kv_heads, d,
                                             n, err);
     } else if (status == LM_OK) {
-        status = lm_kvq_decode(&cache, qf, heads, of, ops, err);
-        for (size_t i = 0; status == LM_OK && i < nq; i++)
-            out->values[i] = (double)of[i];
+        status = lm_kcase_store_f32(lm_kvq_decode(&cache, qf, heads, of, ops, err), out->values,
+                                    of, nq);
     }
     lm_kvq_cache_free(&cache);
     return status;
@@ -344,9 +339,7 @@ static lm_status run_mla(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kou
         return lm_fail(err, LM_ERR_NOMEM, "case %s: no memory for float32 copies", kcase->id);
     status = absorbed ? lm_mla_attend_absorbed(&sh, qf, cf, ukf, uvf, n_q, n, causal, of, ops, err)
                       : lm_mla_attend_expanded(&sh, qf, cf, ukf, uvf, n_q, n, causal, of, ops, err);
-    for (size_t i = 0; status == LM_OK && i < no; i++)
-        out->values[i] = (double)of[i];
-    return status;
+    return lm_kcase_store_f32(status, out->values, of, no);
 }
 
 static const lm_kernel_entry entries[] = {

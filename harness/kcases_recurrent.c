@@ -108,11 +108,8 @@ static lm_status run_mamba1(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_
     if (!y || !p.x || !p.delta_raw || !p.a || !p.b || !p.c || (bias && !p.delta_bias) ||
         (skip && !p.skip) || (z && !p.z) || (h0 && !p.h0))
         return no_memory(kcase, err);
-    if ((status = lm_ssm_mamba1_scan_f32_with(ops->mamba1_scan_f32, &p, err)) != LM_OK)
-        return status;
-    for (size_t i = 0; i < out->count; i++)
-        out->values[i] = (double)y[i];
-    return LM_OK;
+    return lm_kcase_store_f32(lm_ssm_mamba1_scan_f32_with(ops->mamba1_scan_f32, &p, err),
+                              out->values, y, out->count);
 }
 
 /* ---- conv_causal -------------------------------------------------------------------------
@@ -164,11 +161,8 @@ static lm_status run_conv(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_ko
                             y != NULL ? y + B * L * D : NULL, flag[2]};
     if (!y || !p.x || !p.weight || (bias && !p.bias) || (tail && tail_count && !p.tail_in))
         return no_memory(kcase, err);
-    if ((status = lm_conv_causal_f32_with(ops->conv_causal_f32, &p, err)) != LM_OK)
-        return status;
-    for (size_t i = 0; i < out->count; i++)
-        out->values[i] = (double)y[i];
-    return LM_OK;
+    return lm_kcase_store_f32(lm_conv_causal_f32_with(ops->conv_causal_f32, &p, err),
+                              out->values, y, out->count);
 }
 
 /* ---- scan_affine ---------------------------------------------------------------------------
@@ -215,14 +209,10 @@ static lm_status run_scan_affine(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops
     float *hf = lm_kcase_alloc(kcase, T * W, sizeof(float));
     if (!af || !bf || !h0f || !hf)
         return no_memory(kcase, err);
-    if ((status = lm_scan_affine_f32(ops->scan_affine_f32, ops->scan_affine_reduce_f32, af, bf,
-                                     T, W, use_h0 ? h0f : NULL, hf, NULL,
-                                     chunk >= 0 ? (size_t)chunk : T, (size_t)parts, err)) !=
-        LM_OK)
-        return status;
-    for (size_t i = 0; i < T * W; i++)
-        out->values[i] = (double)hf[i];
-    return LM_OK;
+    status = lm_scan_affine_f32(ops->scan_affine_f32, ops->scan_affine_reduce_f32, af, bf, T, W,
+                                use_h0 ? h0f : NULL, hf, NULL, chunk >= 0 ? (size_t)chunk : T,
+                                (size_t)parts, err);
+    return lm_kcase_store_f32(status, out->values, hf, T * W);
 }
 
 /* ---- linear_attention -----------------------------------------------------------------------
@@ -320,14 +310,9 @@ static lm_status run_linear(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_
     if (!res || !p.q || !p.k || !p.v || (gate_kind && !p.gate) || (use_s0 && (!p.s0 || !p.z0)))
         return no_memory(kcase, err);
     const bool chunked = chunk >= 0;
-    if ((status = lm_linear_attention_f32(chunked ? ops->linear_chunked_f32
-                                                  : ops->linear_recurrent_f32,
-                                          chunked, &p, chunked ? (size_t)chunk : 0, err)) !=
-        LM_OK)
-        return status;
-    for (size_t i = 0; i < out->count; i++)
-        out->values[i] = (double)res[i];
-    return LM_OK;
+    status = lm_linear_attention_f32(chunked ? ops->linear_chunked_f32 : ops->linear_recurrent_f32,
+                                     chunked, &p, chunked ? (size_t)chunk : 0, err);
+    return lm_kcase_store_f32(status, out->values, res, out->count);
 }
 
 /* ---- ssm_ssd (Mamba-2) -------------------------------------------------------------------
@@ -433,11 +418,7 @@ static lm_status run_ssd(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kou
                 memcpy(res + (bi * L + t) * H * P, yt + bi * H * P, H * P * sizeof(float));
         }
     }
-    if (status != LM_OK)
-        return status;
-    for (size_t i = 0; i < out->count; i++)
-        out->values[i] = (double)res[i];
-    return LM_OK;
+    return lm_kcase_store_f32(status, out->values, res, out->count);
 }
 
 /* ---- delta_rule ----------------------------------------------------------------------------
@@ -504,12 +485,9 @@ static lm_status run_delta(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_k
     if (!res || !p.q || !p.k || !p.v || !p.beta || (gated && !p.gate) || (use_s0 && !p.s0))
         return no_memory(kcase, err);
     const bool chunked = chunk >= 0;
-    if ((status = lm_delta_rule_f32(chunked ? ops->delta_chunked_f32 : ops->delta_recurrent_f32,
-                                    chunked, &p, chunked ? (size_t)chunk : 0, err)) != LM_OK)
-        return status;
-    for (size_t i = 0; i < out->count; i++)
-        out->values[i] = (double)res[i];
-    return LM_OK;
+    status = lm_delta_rule_f32(chunked ? ops->delta_chunked_f32 : ops->delta_recurrent_f32,
+                               chunked, &p, chunked ? (size_t)chunk : 0, err);
+    return lm_kcase_store_f32(status, out->values, res, out->count);
 }
 
 static const lm_kernel_entry entries[] = {

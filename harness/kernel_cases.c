@@ -193,6 +193,13 @@ lm_status lm_kcase_output(lm_kcase *kcase, size_t count, lm_kout *out, lm_error 
     return LM_OK;
 }
 
+lm_status lm_kcase_store_f32(lm_status status, double *dst, const float *values, size_t count)
+{
+    for (size_t i = 0; status == LM_OK && i < count; i++)
+        dst[i] = (double)values[i];
+    return status;
+}
+
 double *lm_kcase_normal(lm_kcase *kcase, lm_rng *rng, size_t count)
 {
     double *values = lm_kcase_alloc(kcase, count, sizeof(double));

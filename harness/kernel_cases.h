@@ -111,6 +111,9 @@ float *lm_kcase_to_f32(lm_kcase *kcase, const double *values, size_t count);
 /* Rounds values[0..count) in place to the nearest float32 (NumPy's .astype(np.float32)
  * .astype(np.float64)), so a float64 reference sees exactly the fast path's inputs. */
 void lm_round_to_f32(double *values, size_t count);
+/* A float32 run's result: dst[i] = values[i] widened for i < count when status is LM_OK
+ * (dst untouched otherwise). Returns status. */
+lm_status lm_kcase_store_f32(lm_status status, double *dst, const float *values, size_t count);
 
 /* ---- running (core; also used by tests) ---------------------------------------------- */
 
