@@ -386,7 +386,7 @@ static const lm_bench_case affine_scan = {
     .summary = "chunked affine scan h_t = a_t h_{t-1} + b_t (reduce, carry, rescan)",
     .dtypes = "f32",
     .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_SSM | LM_BENCH_USES_CHUNK,
-    .defaults = {.dtype = "f32", .bits = 32, .n_ctx = 4096, .chunk = 256, .d_inner = 1024,
+    .defaults = {.dtype = "f32", .bits = 32, .n_ctx = 4096, .chunk = 1024, .d_inner = 1024,
                  .batch = 1},
     .setup = affine_setup,
     .run = affine_run,
