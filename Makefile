@@ -94,7 +94,7 @@ ifeq ($(ARCH),aarch64)
 endif
 
 .PHONY: all run test check test-unit test-cli test-sanitize test-clang test-neon verify \
-        neon bench sweep report clean help FORCE
+        neon bench sweep targets report clean help FORCE
 .DEFAULT_GOAL := all
 
 all: $(BIN) $(LIB) ## Build build/longmix and build/liblongmix.a
@@ -200,6 +200,9 @@ SWEEP_ARGS ?= --preset smoke --threads 1
 sweep: $(BIN) ## A small sweep of every registered kernel -> results/sweep.csv (SWEEP_ARGS=...)
 	@mkdir -p results
 	$(BIN) sweep $(SWEEP_ARGS) --out results/sweep.csv
+
+targets: $(BIN) ## Every issue speed target measured -> results/targets/{*.csv,targets.md} (~10 min)
+	LONGMIX=$(BIN) PYTHON=$(PYTHON) scripts/targets.sh results/targets
 
 report: $(BIN) ## results/*.csv -> results/report.md + PNGs (scripts/report.py, plot.py)
 	@mkdir -p results

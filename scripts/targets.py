@@ -1,0 +1,237 @@
+#!/usr/bin/python3
+"""Verdict table of the speed targets of the attention-family and recurrent-family issues,
+from the CSVs scripts/targets.sh writes into DIR (longmix sweep rows: medians of timed
+repetitions, roofline_frac against the same run's limits).
+
+    scripts/targets.py DIR > DIR/targets.md
+
+A target whose rows are missing is reported as "not measured", never as met."""
+import csv
+import glob
+import os
+import sys
+
+
+def load(directory):
+    rows = []
+    for path in sorted(glob.glob(os.path.join(directory, "*.csv"))):
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                if r.get("status", "ok") == "ok" and "median_s" in r:
+                    rows.append(r)
+    return rows
+
+
+def pick(rows, **want):
+    """The rows whose columns equal the given values (compared as text or numbers)."""
+    out = []
+    for r in rows:
+        ok = True
+        for k, v in want.items():
+            got = r.get(k)
+            if got is None:
+                ok = False
+            elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                ok = abs(float(got) - v) <= 1e-9 * max(1.0, abs(v))
+            else:
+                ok = got == v
+            if not ok:
+                break
+        if ok:
+            out.append(r)
+    return out
+
+
+def one(rows, **want):
+    found = pick(rows, **want)
+    return found[-1] if found else None
+
+
+def f(r, key):
+    return float(r[key])
+
+
+class Table:
+    def __init__(self):
+        self.lines = []
+        self.met = self.missed = self.unmeasured = 0
+
+    def add(self, target, measured, ok):
+        verdict = "not measured" if ok is None else ("met" if ok else "**missed**")
+        if ok is None:
+            self.unmeasured += 1
+        elif ok:
+            self.met += 1
+        else:
+            self.missed += 1
+        self.lines.append(f"| {target} | {measured} | {verdict} |")
+
+    def info(self, target, measured):
+        self.lines.append(f"| {target} | {measured} | reported |")
+
+
+def ms(r):
+    return f"{f(r, 'median_s') * 1e3:.3g} ms"
+
+
+def attention(rows, t):
+    t.lines += ["", "## Attention family (GQA 32/8, head_dim 128)", "",
+                "| target | measured (median) | verdict |", "|---|---|---|"]
+    for dtype in ("f32", "f16"):
+        for n in (32768, 131072):
+            r = one(rows, kernel="attn_decode", dtype=dtype, n_ctx=n, threads=2)
+            name = f"decode {dtype}, n = {n}, 2 threads: >= 75 % of triad"
+            if r is None:
+                t.add(name, "-", None)
+            else:
+                t.add(name, f"{ms(r)}, {f(r, 'gbps'):.1f} GB/s = {100 * f(r, 'roofline_frac'):.0f} %",
+                      f(r, "roofline_frac") >= 0.75)
+            r1 = one(rows, kernel="attn_decode", dtype=dtype, n_ctx=n, threads=1)
+            if r is not None and r1 is not None:
+                s = f(r1, "median_s") / f(r, "median_s")
+                t.add(f"decode {dtype}, n = {n}: 1 -> 2 threads >= 1.7x", f"{s:.2f}x", s >= 1.7)
+    f16 = one(rows, kernel="attn_decode", dtype="f16", n_ctx=131072, threads=2, heads=32)
+    for dtype, want in (("int8", 1.6), ("int4", 2.5), ("kivi4", None), ("kivi2", 4.0)):
+        r = one(rows, kernel="attn_decode_q", dtype=dtype, n_ctx=131072, threads=2)
+        name = f"{dtype} decode at n = 131072, 2 threads" + (f": >= {want}x faster than f16"
+                                                              if want else " (no target)")
+        if r is None or f16 is None:
+            t.add(name, "-", None)
+            continue
+        s = f(f16, "median_s") / f(r, "median_s")
+        text = f"{ms(r)} vs f16 {ms(f16)} = {s:.2f}x, error {float(r['err_max']):.3g}"
+        if want is None:
+            t.info(name, text)
+        else:
+            t.add(name, text, s >= want)
+    p1 = one(rows, kernel="attn_prefill", n_ctx=4096, threads=1)
+    p2 = one(rows, kernel="attn_prefill", n_ctx=4096, threads=2)
+    for r, th in ((p1, 1), (p2, 2)):
+        name = f"causal prefill n = 4096 f32, {th} thread(s): >= 50 % of peak FMA"
+        if r is None:
+            t.add(name, "-", None)
+        else:
+            t.add(name, f"{f(r, 'median_s'):.3g} s, {f(r, 'gflops'):.0f} GFLOP/s = "
+                        f"{100 * f(r, 'roofline_frac'):.0f} %", f(r, "roofline_frac") >= 0.5)
+    if p1 is not None and p2 is not None:
+        s = f(p1, "median_s") / f(p2, "median_s")
+        t.add("prefill 1 -> 2 threads >= 1.8x", f"{s:.2f}x", s >= 1.8)
+    else:
+        t.add("prefill 1 -> 2 threads >= 1.8x", "-", None)
+    causal = one(rows, kernel="attn_prefill", n_ctx=16384, threads=2)
+    window = one(rows, kernel="attn_prefill_window", n_ctx=16384, chunk=1024, threads=2)
+    n, w = 16384, 1024
+    pair_ratio = (n * (n + 1) / 2) / (w * (w + 1) / 2 + (n - w) * w)
+    name = "window w = 1024 at n = 16384: speed-up within 30 % of the pair-count ratio"
+    if causal is None or window is None:
+        t.add(name, "-", None)
+    else:
+        s = f(causal, "median_s") / f(window, "median_s")
+        t.add(name, f"{s:.2f}x vs pair ratio {pair_ratio:.2f}x ({100 * (s / pair_ratio - 1):+.0f} %)",
+              abs(s / pair_ratio - 1) <= 0.30)
+    plain = one(rows, kernel="attn_decode", dtype="f32", n_ctx=1024, threads=2)
+    ring = one(rows, kernel="window_decode", dtype="f32", n_ctx=1000000, chunk=1024, threads=2)
+    name = "rolling decode at position 10^6 (w = 1024) vs decode at n = 1024: within 20 %"
+    if plain is None or ring is None:
+        t.add(name, "-", None)
+    else:
+        d = f(ring, "median_s") / f(plain, "median_s") - 1
+        t.add(name, f"{f(ring, 'median_s') * 1e6:.0f} us vs {f(plain, 'median_s') * 1e6:.0f} us "
+                    f"({100 * d:+.1f} %)", abs(d) <= 0.20)
+    for kernel in ("mla_decode_absorbed", "mla_decode_expanded"):
+        r = one(rows, kernel=kernel, n_ctx=32768, threads=2)
+        if r is None:
+            t.add(f"MLA {kernel[11:]} decode at n = 32768", "-", None)
+        else:
+            t.info(f"MLA {kernel[11:]} decode at n = 32768 (heads {r['heads']})",
+                   f"{ms(r)}, {f(r, 'bytes') / 32768:.0f} bytes moved per cached token, "
+                   f"{f(r, 'gflops'):.0f} GFLOP/s")
+
+
+def ratio_target(rows, t, name, fast, slow, want, **where):
+    best = None
+    for r in pick(rows, kernel=fast, **where):
+        base = one(rows, kernel=slow, threads=int(r["threads"]), n_ctx=int(r["n_ctx"]))
+        if base is None:
+            continue
+        s = f(base, "median_s") / f(r, "median_s")
+        if best is None or s > best[0]:
+            best = (s, r, base)
+    if best is None:
+        t.add(name, "-", None)
+        return
+    s, r, base = best
+    t.add(name, f"{ms(r)} (chunk {r['chunk']}, {r['threads']} thread(s)) vs {ms(base)} = {s:.2f}x",
+          s >= want)
+
+
+def recurrent(rows, t):
+    t.lines += ["", "## Recurrent family", "", "| target | measured (median) | verdict |",
+                "|---|---|---|"]
+    m1 = one(rows, kernel="mamba1_scan", n_ctx=4096, d_inner=2048, d_state=16, threads=1)
+    m2 = one(rows, kernel="mamba1_scan", n_ctx=4096, d_inner=2048, d_state=16, threads=2)
+    if m1 is None:
+        t.add("Mamba-1 scan exact ZOH, 1 thread: <= 2.0 ns per element", "-", None)
+    else:
+        ns = f(m1, "median_s") / (4096 * 2048 * 16) * 1e9
+        t.add("Mamba-1 scan exact ZOH, 1 thread: <= 2.0 ns per element", f"{ns:.2f} ns", ns <= 2.0)
+    if m1 is not None and m2 is not None:
+        s = f(m1, "median_s") / f(m2, "median_s")
+        t.add("Mamba-1 scan 1 -> 2 threads >= 1.8x", f"{s:.2f}x", s >= 1.8)
+    ratio_target(rows, t, "SSD (32 x 64, N = 128, L = 4096) chunked >= 3x the recurrent scan",
+                 "ssd_chunked", "ssd_recurrent", 3.0)
+    best = max(pick(rows, kernel="ssd_chunked", threads=1),
+               key=lambda r: f(r, "roofline_frac"), default=None)
+    t.add("SSD chunked: >= 40 % of peak FMA (whole kernel, 1 thread)",
+          "-" if best is None else f"{100 * f(best, 'roofline_frac'):.0f} % (chunk {best['chunk']})",
+          None if best is None else f(best, "roofline_frac") >= 0.4)
+    for th in (1, 2):
+        lin = pick(rows, kernel="linear_chunked", n_ctx=8192, threads=th)
+        best = max(lin, key=lambda r: f(r, "gflops"), default=None)
+        name = f"linear attention chunked, {th} thread(s): >= 40 % of peak FMA (best chunk)"
+        if best is None:
+            t.add(name, "-", None)
+        else:
+            sweep = ", ".join(f"{r['chunk']}: {f(r, 'gflops'):.0f}" for r in lin)
+            t.add(name, f"{f(best, 'gflops'):.0f} GFLOP/s = {100 * f(best, 'roofline_frac'):.0f} % "
+                        f"at chunk {best['chunk']} (GFLOP/s by chunk: {sweep})",
+                  f(best, "roofline_frac") >= 0.4)
+    ratio_target(rows, t, "gated delta rule chunked >= 4x the recurrent form", "delta_chunked",
+                 "delta_recurrent", 4.0)
+    aff = pick(rows, kernel="affine_scan", n_ctx=4194304, threads=2)
+    best = max(aff, key=lambda r: f(r, "roofline_frac"), default=None)
+    t.add("affine scan T = 2^22, width 16, 2 threads: >= 70 % of triad",
+          "-" if best is None else f"{f(best, 'gbps'):.1f} GB/s = {100 * f(best, 'roofline_frac'):.0f} % "
+                                   f"(chunk {best['chunk']})",
+          None if best is None else f(best, "roofline_frac") >= 0.7)
+    for kernel, label in (("mamba1_step", "Mamba-1 decode step (D = 8192, N = 16)"),
+                          ("ssd_step", "SSD decode step (32 x 64, N = 128)")):
+        for r in pick(rows, kernel=kernel):
+            t.info(f"{label}, {r['threads']} thread(s)",
+                   f"{f(r, 'median_s') * 1e6:.1f} us per token, {f(r, 'gbps'):.1f} GB/s = "
+                   f"{100 * f(r, 'roofline_frac'):.0f} % of triad")
+
+
+def main():
+    if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
+        sys.stderr.write("usage: scripts/targets.py DIR  (the CSVs of scripts/targets.sh)\n")
+        return 2
+    rows = load(sys.argv[1])
+    if not rows:
+        sys.stderr.write(f"targets.py: no sweep rows in {sys.argv[1]}\n")
+        return 2
+    t = Table()
+    attention(rows, t)
+    recurrent(rows, t)
+    head = rows[0]
+    print(f"# Speed targets: {head['cpu_model']}, {head['cores']} cores, git {head['git_rev']}")
+    print()
+    print(f"{t.met} met, {t.missed} missed, {t.unmeasured} not measured. Medians of timed "
+          "repetitions; percentages are of the same sweep's roofline (peak FMA or STREAM "
+          "triad at the row's thread count). Ratios compare rows of one sweep invocation.")
+    print("\n".join(t.lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

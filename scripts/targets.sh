@@ -1,0 +1,60 @@
+#!/bin/sh
+# Measure every speed target of the attention-family and recurrent-family issues on this
+# machine, then write the verdict table. Each sweep measures its own same-run roofline
+# (roofline_frac); the ratio targets (quantized vs f16, chunked vs recurrent, 1 vs 2
+# threads) are taken from rows of one sweep invocation.
+#   scripts/targets.sh [OUTDIR] [--skip-long]
+# OUTDIR defaults to results/targets. --skip-long leaves out the n = 16,384 causal prefill
+# (about 80 s per repetition on one thread) that the sliding-window target divides by.
+# Progress goes to stderr; CSVs are written as rows finish (Ctrl-C keeps them) and a rerun
+# resumes: configurations already in a CSV are skipped.
+set -eu
+out=results/targets
+skip_long=0
+for arg in "$@"; do
+    case "$arg" in
+    --skip-long) skip_long=1 ;;
+    -h | --help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "targets.sh: unknown option $arg" >&2; exit 2 ;;
+    *) out=$arg ;;
+    esac
+done
+LONGMIX=${LONGMIX:-build/longmix}
+PYTHON=${PYTHON:-/usr/bin/python3}
+[ -x "$LONGMIX" ] || { echo "targets.sh: $LONGMIX not built (run make)" >&2; exit 2; }
+mkdir -p "$out"
+
+sweep() { # name, then sweep arguments
+    name=$1
+    shift
+    echo "targets: $name" >&2
+    "$LONGMIX" sweep --resume --out "$out/$name.csv" "$@"
+}
+GQA="--heads 32 --kv-heads 8 --head-dim 128"
+
+"$LONGMIX" roofline --threads 1,2 --isa active --out "$out/roofline.csv"
+# issue 4: attention family
+sweep decode --kernel attn_decode --dtype f32,f16 --ctx 32768,131072 --threads 1,2 --reps 9 $GQA
+sweep decode_q --kernel attn_decode,attn_decode_q --dtype f16,int8,int4,kivi4,kivi2 \
+    --ctx 131072 --threads 2 --reps 9 $GQA
+sweep prefill --kernel attn_prefill --ctx 4096 --threads 1,2 --reps 3 $GQA
+sweep window --kernel attn_prefill_window --ctx 16384 --chunk 1024 --threads 2 --reps 3 $GQA
+[ "$skip_long" = 1 ] || sweep causal_16k --kernel attn_prefill --ctx 16384 --threads 2 --reps 3 $GQA
+sweep rolling --kernel attn_decode,window_decode --dtype f32 --ctx 1024,1000000 --chunk 1024 \
+    --threads 2 --reps 15 $GQA
+sweep mla --kernel mla_decode_absorbed,mla_decode_expanded --ctx 32768 --heads 128 --threads 2 \
+    --reps 3
+# issue 5: recurrent family
+sweep mamba1 --kernel mamba1_scan --ctx 4096 --d-inner 2048 --d-state 16 --threads 1,2 --reps 5
+sweep ssd --kernel ssd_chunked,ssd_recurrent --ctx 4096 --d-inner 2048 --d-state 128 \
+    --chunk 64,128 --threads 1,2 --reps 3
+sweep linear --kernel linear_chunked --ctx 8192 --heads 32 --head-dim 128 \
+    --chunk 32,64,128,256 --threads 1,2 --reps 3
+sweep delta --kernel delta_chunked,delta_recurrent --ctx 4096 --heads 32 --head-dim 128 \
+    --chunk 32,64,128 --threads 1,2 --reps 3
+sweep affine --kernel affine_scan --ctx 4194304 --d-inner 16 --chunk 1024,16384,65536 \
+    --threads 1,2 --reps 5
+sweep steps --kernel mamba1_step --d-inner 8192 --d-state 16 --threads 1,2 --reps 9
+sweep steps --kernel ssd_step --d-inner 2048 --d-state 128 --threads 1,2 --reps 9
+"$PYTHON" scripts/targets.py "$out" >"$out/targets.md"
+echo "targets: verdicts in $out/targets.md" >&2

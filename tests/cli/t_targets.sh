@@ -1,0 +1,43 @@
+# scripts/targets.py: verdicts from hand-made sweep rows (the arithmetic of each target).
+targets_rows() { # writes $WORK/t/rows.csv
+  mkdir -p "$WORK/t"
+  local h='cpu_model,cores,git_rev,kernel,dtype,n_ctx,chunk,heads,threads,d_inner,d_state,median_s,gflops,gbps,roofline_frac,err_max,bytes,status'
+  {
+    echo "$h"
+    echo 'cpu,2,abc,attn_decode,f32,32768,0,32,2,0,0,0.010,0,40,0.80,0,0,ok'
+    echo 'cpu,2,abc,attn_decode,f32,32768,0,32,1,0,0,0.018,0,22,0.70,0,0,ok'
+    echo 'cpu,2,abc,attn_decode,f16,131072,0,32,2,0,0,0.020,0,30,0.50,0,0,ok'
+    echo 'cpu,2,abc,attn_decode_q,int8,131072,0,32,2,0,0,0.0120,0,0,0,0.01,0,ok'
+    echo 'cpu,2,abc,attn_decode_q,int4,131072,0,32,2,0,0,0.0100,0,0,0,0.1,0,ok'
+    echo 'cpu,2,abc,delta_chunked,f32,4096,64,32,1,0,0,0.050,0,0,0,0,0,ok'
+    echo 'cpu,2,abc,delta_recurrent,f32,4096,1,32,1,0,0,0.210,0,0,0,0,0,ok'
+    echo 'cpu,2,abc,mamba1_scan,f32,4096,0,0,1,2048,16,0.1342,0,0,0,0,0,ok'
+    echo 'cpu,2,abc,mamba1_scan,f32,4096,0,0,2,2048,16,0.0800,0,0,0,0,0,ok'
+  } > "$WORK/t/rows.csv"
+}
+test_targets_verdicts_follow_the_rows() {
+  targets_rows
+  expect_exit 0 "$PYTHON" scripts/targets.py "$WORK/t"
+  expect_text out "| decode f32, n = 32768, 2 threads: >= 75 % of triad | 10 ms, 40.0 GB/s = 80 % | met |"
+  expect_text out "| decode f32, n = 32768: 1 -> 2 threads >= 1.7x | 1.80x | met |"
+  expect_text out "| decode f16, n = 131072, 2 threads: >= 75 % of triad | 20 ms, 30.0 GB/s = 50 % | **missed** |"
+  expect_text out "20 ms = 1.67x, error 0.01 | met |"   # int8: 20 / 12 >= 1.6
+  expect_text out "20 ms = 2.00x, error 0.1 | **missed** |" # int4: 2.0 < 2.5
+  expect_text out "= 4.20x | met |"                      # delta: 0.21 / 0.05
+  expect_text out "| Mamba-1 scan exact ZOH, 1 thread: <= 2.0 ns per element | 1.00 ns | met |"
+  expect_text out "| Mamba-1 scan 1 -> 2 threads >= 1.8x | 1.68x | **missed** |"
+  expect_text out "| SSD (32 x 64, N = 128, L = 4096) chunked >= 3x the recurrent scan | - | not measured |"
+}
+test_targets_needs_rows() {
+  mkdir -p "$WORK/empty"
+  expect_exit 2 "$PYTHON" scripts/targets.py "$WORK/empty"
+  expect_text err "no sweep rows"
+  expect_exit 2 "$PYTHON" scripts/targets.py "$WORK/missing"
+  expect_text err "usage: scripts/targets.py DIR"
+}
+test_targets_sh_help_and_bad_option() {
+  expect_exit 0 scripts/targets.sh --help
+  expect_text out "--skip-long"
+  expect_exit 2 scripts/targets.sh --bogus
+  expect_text err "unknown option --bogus"
+}
