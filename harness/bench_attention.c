@@ -562,6 +562,7 @@ static const lm_bench_case window_decode = {
 typedef struct mla_state {
     lm_mla_shape shape;
     float *q, *ckv, *w_uk, *w_uv, *o;
+    float *k, *v; /* {H, n, nope + rope}: the expanded cache (mla_decode_cached), or NULL */
     size_t n;
     bool absorbed;
 } mla_state;
@@ -572,6 +573,7 @@ static void mla_teardown(void *state)
     if (s == NULL)
         return;
     lm_free(s->q), lm_free(s->ckv), lm_free(s->w_uk), lm_free(s->w_uv), lm_free(s->o);
+    lm_free(s->k), lm_free(s->v);
     free(s);
 }
 
@@ -619,15 +621,57 @@ static lm_status mla_expanded_setup(const lm_bench_config *c, void **state, lm_e
     return mla_setup_common(c, false, state, err);
 }
 
+/* The expanded cache built once (not timed: it is what prefill would have stored). */
+static lm_status mla_cached_setup(const lm_bench_config *c, void **state, lm_error *err)
+{
+    lm_status st = mla_setup_common(c, false, state, err);
+    if (st != LM_OK)
+        return st;
+    mla_state *s = *state;
+    const size_t count = s->shape.heads * s->n * (s->shape.nope + s->shape.rope);
+    s->k = lm_alloc(count * sizeof(float));
+    s->v = lm_alloc(count * sizeof(float));
+    st = s->k == NULL || s->v == NULL
+             ? lm_fail(err, LM_ERR_NOMEM, "cannot allocate an expanded cache of %ld tokens",
+                       c->n_ctx)
+             : lm_mla_expand(&s->shape, s->ckv, s->n, s->w_uk, s->w_uv, false, s->k, s->v,
+                             NULL, err);
+    if (st != LM_OK) {
+        mla_teardown(s);
+        *state = NULL;
+    }
+    return st;
+}
+
 static lm_status mla_run_path(mla_state *s, bool absorbed, float *o, lm_error *err)
 {
     return (absorbed ? lm_mla_attend_absorbed : lm_mla_attend_expanded)(
         &s->shape, s->q, s->ckv, s->w_uk, s->w_uv, 1, s->n, false, o, NULL, err);
 }
 
+/* MHA decode over the expanded cache: every head its own K/V rows of nope + rope floats
+ * (V padded with zeros past v_dim), scale 1/sqrt(nope + rope) as MLA's. */
+static lm_status mla_cached_decode(mla_state *s, float *o, lm_error *err)
+{
+    const lm_mla_shape *sh = &s->shape;
+    const size_t dq = sh->nope + sh->rope;
+    float *out = lm_alloc(sh->heads * dq * sizeof(float));
+    if (out == NULL)
+        return lm_fail(err, LM_ERR_NOMEM, "out of memory");
+    lm_attn_decode_args a = {s->q, s->k, s->v, &s->n, out, 1, sh->heads, sh->heads, dq, s->n,
+                             LM_KV_F32};
+    lm_status st = lm_attn_decode(&a, NULL, err);
+    for (size_t h = 0; st == LM_OK && h < sh->heads; h++)
+        memcpy(o + h * sh->v_dim, out + h * dq, sh->v_dim * sizeof(float));
+    lm_free(out);
+    return st;
+}
+
 static lm_status mla_run(void *state, lm_error *err)
 {
     mla_state *s = state;
+    if (s->k != NULL)
+        return mla_cached_decode(s, s->o, err);
     return mla_run_path(s, s->absorbed, s->o, err);
 }
 
@@ -695,12 +739,22 @@ static void mla_expanded_cost(const lm_bench_config *c, double *flops, double *b
     mla_cost_common(c, false, flops, bytes);
 }
 
+/* Scores over nope + rope and values over v_dim per (head, cached token); the kernel
+ * streams K and the zero-padded V, both heads x n x (nope + rope) floats. */
+static void mla_cached_cost(const lm_bench_config *c, double *flops, double *bytes)
+{
+    double h = (double)c->heads, n = (double)c->n_ctx, d = (double)c->head_dim;
+    double rope = (double)c->d_state;
+    *flops = 2.0 * h * n * (d + rope) + 2.0 * h * n * d;
+    *bytes = 2.0 * 4.0 * h * n * (d + rope);
+}
+
 static const lm_bench_case mla_decode_absorbed = {
     .name = "mla_decode_absorbed",
     .summary = "latent attention decode, W_uk/W_uv absorbed (MQA over the latent rows)",
     .dtypes = "f32",
     .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_HEADS | LM_BENCH_USES_SSM,
-    .defaults = {.dtype = "f32", .bits = 32, .n_ctx = 4096, .heads = 32, .kv_heads = 1,
+    .defaults = {.dtype = "f32", .bits = 32, .n_ctx = 4096, .heads = 128, .kv_heads = 1,
                  .head_dim = 128, .d_inner = 512, .d_state = 64, .batch = 1},
     .setup = mla_absorbed_setup,
     .run = mla_run,
@@ -714,9 +768,9 @@ static const lm_bench_case mla_decode_expanded = {
     .summary = "latent attention decode, K/V expanded per head from the latent rows",
     .dtypes = "f32",
     .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_HEADS | LM_BENCH_USES_SSM,
-    /* 128 tokens: re-expanding every head's K/V costs ~10 ms per token here (2.5 s per call
-     * at 512 tokens), which is the point of absorbing */
-    .defaults = {.dtype = "f32", .bits = 32, .n_ctx = 128, .heads = 32, .kv_heads = 1,
+    /* 1,024 tokens: re-expanding every head's K/V costs 2 x 128 x 512 x 256 flops per
+     * cached token (33.6 MFLOP; ~1.1 TFLOP per step at 32k), which absorbing removes */
+    .defaults = {.dtype = "f32", .bits = 32, .n_ctx = 1024, .heads = 128, .kv_heads = 1,
                  .head_dim = 128, .d_inner = 512, .d_state = 64, .batch = 1},
     .setup = mla_expanded_setup,
     .run = mla_run,
@@ -725,6 +779,20 @@ static const lm_bench_case mla_decode_expanded = {
     .teardown = mla_teardown,
 };
 
+static const lm_bench_case mla_decode_cached = {
+    .name = "mla_decode_cached",
+    .summary = "latent attention decode over an expanded per-head K/V cache (MHA-sized)",
+    .dtypes = "f32",
+    .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_HEADS | LM_BENCH_USES_SSM,
+    .defaults = {.dtype = "f32", .bits = 32, .n_ctx = 4096, .heads = 128, .kv_heads = 1,
+                 .head_dim = 128, .d_inner = 512, .d_state = 64, .batch = 1},
+    .setup = mla_cached_setup,
+    .run = mla_run,
+    .check = mla_check,
+    .cost = mla_cached_cost,
+    .teardown = mla_teardown,
+};
+
 const lm_bench_case *const lm_bench_cases_attention[] = {
     &attn_decode,   &attn_decode_q,       &attn_prefill,        &attn_prefill_window,
-    &window_decode, &mla_decode_absorbed, &mla_decode_expanded, NULL};
+    &window_decode, &mla_decode_absorbed, &mla_decode_expanded, &mla_decode_cached, NULL};

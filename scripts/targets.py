@@ -138,14 +138,17 @@ def attention(rows, t):
         d = f(ring, "median_s") / f(plain, "median_s") - 1
         t.add(name, f"{f(ring, 'median_s') * 1e6:.0f} us vs {f(plain, 'median_s') * 1e6:.0f} us "
                     f"({100 * d:+.1f} %)", abs(d) <= 0.20)
-    for kernel in ("mla_decode_absorbed", "mla_decode_expanded"):
+    labels = {"absorbed": "absorbed (latent cache)", "cached": "expanded cache (MHA-sized)",
+              "expanded": "expanded, K/V rebuilt every step"}
+    for kernel in ("mla_decode_absorbed", "mla_decode_cached", "mla_decode_expanded"):
         r = one(rows, kernel=kernel, n_ctx=32768, threads=2)
+        name = f"MLA decode at n = 32768, {labels[kernel[11:]]}"
         if r is None:
-            t.add(f"MLA {kernel[11:]} decode at n = 32768", "-", None)
+            t.add(name, "-", None)
         else:
-            t.info(f"MLA {kernel[11:]} decode at n = 32768 (heads {r['heads']})",
-                   f"{ms(r)}, {f(r, 'bytes') / 32768:.0f} bytes moved per cached token, "
-                   f"{f(r, 'gflops'):.0f} GFLOP/s")
+            t.info(f"{name}, heads {r['heads']}",
+                   f"{ms(r)}, {f(r, 'bytes') / 32768:.0f} bytes per cached token, "
+                   f"{f(r, 'gflops'):.0f} GFLOP/s, {f(r, 'gbps'):.1f} GB/s")
 
 
 def ratio_target(rows, t, name, fast, slow, want, **where):

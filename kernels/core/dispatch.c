@@ -56,6 +56,7 @@ static const lm_ops compiled[LM_ISA_COUNT] = {
             .linear_chunked_f32 = lm_linear_chunked_f32_scalar,
             .delta_recurrent_f32 = lm_delta_recurrent_f32_scalar,
             .delta_chunked_f32 = lm_delta_chunked_f32_scalar,
+            .gemm_acc_f32 = lm_gemm_acc_f32_scalar,
         },
 #if LM_BUILD_X86
     [LM_ISA_AVX2] =
@@ -75,6 +76,7 @@ static const lm_ops compiled[LM_ISA_COUNT] = {
             .linear_chunked_f32 = lm_linear_chunked_f32_avx2,
             .delta_recurrent_f32 = lm_delta_recurrent_f32_avx2,
             .delta_chunked_f32 = lm_delta_chunked_f32_avx2,
+            .gemm_acc_f32 = lm_gemm_acc_f32_avx2,
         },
     [LM_ISA_AVX512] =
         {
@@ -93,6 +95,7 @@ static const lm_ops compiled[LM_ISA_COUNT] = {
             .linear_chunked_f32 = lm_linear_chunked_f32_avx512,
             .delta_recurrent_f32 = lm_delta_recurrent_f32_avx512,
             .delta_chunked_f32 = lm_delta_chunked_f32_avx512,
+            .gemm_acc_f32 = lm_gemm_acc_f32_avx512,
         },
 #endif
 #if LM_BUILD_NEON
@@ -113,6 +116,7 @@ static const lm_ops compiled[LM_ISA_COUNT] = {
             .linear_chunked_f32 = lm_linear_chunked_f32_neon,
             .delta_recurrent_f32 = lm_delta_recurrent_f32_neon,
             .delta_chunked_f32 = lm_delta_chunked_f32_neon,
+            .gemm_acc_f32 = lm_gemm_acc_f32_neon,
         },
 #endif
 };

@@ -85,7 +85,10 @@ lm_status lm_mla_attend_f64_ref(const lm_mla_shape *shape, const double *q, cons
  * Absorbed: q_nope is folded through W_uk into latent space, attention runs as MQA over the
  * cached rows themselves (keys = values = ckv rows, one read shared by every head), and the
  * mixed latent goes out through W_uv. Expanded: K_h = [c W_uk_h, k_rope], V_h = c W_uv_h are
- * built for every head (lm_mla_expand) and attention runs as MHA over them. Same arguments as
+ * built for every head and attention runs as MHA over them: prefill expands the whole
+ * sequence (lm_mla_expand) then runs causal MHA; decode rebuilds K_h, V_h block by block of
+ * 128 tokens inside the attention (no expanded copy of the cache; 2 heads latent (nope +
+ * v_dim) flops per cached token, the compute that absorbing removes). Same arguments as
  * the oracle (causal = prefill with n_q = n). */
 lm_status lm_mla_attend_absorbed(const lm_mla_shape *shape, const float *q, const float *ckv,
                                  const float *w_uk, const float *w_uv, size_t n_q, size_t n,
@@ -93,6 +96,15 @@ lm_status lm_mla_attend_absorbed(const lm_mla_shape *shape, const float *q, cons
 lm_status lm_mla_attend_expanded(const lm_mla_shape *shape, const float *q, const float *ckv,
                                  const float *w_uk, const float *w_uv, size_t n_q, size_t n,
                                  bool causal, float *o, const lm_ops *ops, lm_error *err);
+
+/* The expanded cache of n tokens (what an MHA deployment of the same weights stores):
+ * K_h rows [c_j W_uk_h, k_rope_j] and V_h rows [c_j W_uv_h, zeros], each nope + rope
+ * floats; k, v {H, n, nope + rope} head-major (a decode cache, lm_attn_decode with
+ * kv_heads = heads) or {n, H, nope + rope} token-major (prefill). Dispatched GEMM,
+ * OpenMP over (head, block of tokens). LM_ERR_SHAPE, LM_ERR_ARG. */
+lm_status lm_mla_expand(const lm_mla_shape *shape, const float *ckv, size_t n,
+                        const float *w_uk, const float *w_uv, bool token_major, float *k,
+                        float *v, const lm_ops *ops, lm_error *err);
 
 /* Bytes of cache one decode step reads per token (float32): expanded heads (nope + rope +
  * v_dim) 4, absorbed (latent + rope) 4. */

@@ -139,6 +139,105 @@ lm_status lm_mla_attend_absorbed(const lm_mla_shape *s, const float *q, const fl
     return status;
 }
 
+/* Tokens per expansion block of the expanded decode: K and V of one head for 128 tokens
+ * (2 x 96 KiB at nope + rope = 192) stay in L2 between their product and their use. */
+enum { MLA_EXPAND_BLOCK = 128 };
+
+/* Head h of tokens j0..j1 expanded into rows of `ld` floats: k rows [c_j W_uk_h, k_rope_j]
+ * {j1 - j0, nope + rope}, v rows [c_j W_uv_h, zeros] {j1 - j0, nope + rope}. Two products
+ * of the dispatched GEMM (the latent rows are read in place, stride latent + rope). */
+static void expand_head(const lm_ops *ops, const lm_mla_shape *s, const float *ckv, size_t j0,
+                        size_t j1, size_t h, const float *w_uk, const float *w_uv, float *k,
+                        float *v, size_t ld)
+{
+    const size_t L = s->latent, R = s->rope, dq = s->nope + R, rows = j1 - j0;
+    for (size_t t = 0; t < rows; t++) {
+        memset(k + t * ld, 0, s->nope * sizeof(float));
+        memcpy(k + t * ld + s->nope, ckv + (j0 + t) * (L + R) + L, R * sizeof(float));
+        memset(v + t * ld, 0, dq * sizeof(float));
+    }
+    ops->gemm_acc_f32(rows, s->nope, L, ckv + j0 * (L + R), L + R, w_uk + h * s->nope,
+                      s->heads * s->nope, k, ld);
+    ops->gemm_acc_f32(rows, s->v_dim, L, ckv + j0 * (L + R), L + R, w_uv + h * s->v_dim,
+                      s->heads * s->v_dim, v, ld);
+}
+
+lm_status lm_mla_expand(const lm_mla_shape *s, const float *ckv, size_t n, const float *w_uk,
+                        const float *w_uv, bool token_major, float *k, float *v,
+                        const lm_ops *ops, lm_error *err)
+{
+    lm_status status = lm_mla_check(s, err);
+    if (status != LM_OK)
+        return status;
+    if (n == 0 || ckv == NULL || w_uk == NULL || w_uv == NULL || k == NULL || v == NULL)
+        return lm_fail(err, LM_ERR_ARG, "n must be positive and ckv, w_uk, w_uv, k, v given");
+    const lm_ops *run = ops != NULL ? ops : lm_ops_active();
+    const size_t H = s->heads, dq = s->nope + s->rope;
+    const size_t blocks = (n + MLA_EXPAND_BLOCK - 1) / MLA_EXPAND_BLOCK;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (long item = 0; item < (long)(H * blocks); item++) {
+        const size_t h = (size_t)item / blocks, j0 = (size_t)item % blocks * MLA_EXPAND_BLOCK;
+        const size_t j1 = j0 + MLA_EXPAND_BLOCK < n ? j0 + MLA_EXPAND_BLOCK : n;
+        const size_t first = token_major ? j0 * H + h : h * n + j0; /* row of token j0 */
+        const size_t ld = token_major ? H * dq : dq;
+        expand_head(run, s, ckv, j0, j1, h, w_uk, w_uv, k + first * dq, v + first * dq, ld);
+    }
+    return LM_OK;
+}
+
+/* Decode the expanded way without an expanded cache: items (head, block of tokens) rebuild
+ * K_h, V_h of the block (expand_head), run the dispatched decode kernel on it for every
+ * query, and leave one partial (m, l, acc) per (query, head, block), merged per (query,
+ * head) with log-sum-exp. Head-major items keep W_uk_h and W_uv_h in cache. */
+static lm_status expanded_decode(const lm_mla_shape *s, const float *q, const float *ckv,
+                                 const float *w_uk, const float *w_uv, size_t n_q, size_t n,
+                                 float *out, const lm_ops *ops, lm_error *err)
+{
+    const size_t H = s->heads, dq = s->nope + s->rope, B = MLA_EXPAND_BLOCK;
+    const size_t blocks = (n + B - 1) / B, parts = n_q * H * blocks;
+    const lm_ops *run = ops != NULL ? ops : lm_ops_active();
+    const lm_ops *attn = dq % 16 != 0 ? lm_ops_for(LM_ISA_SCALAR) : run;
+    const float scale = 1.0f / sqrtf((float)dq);
+    float *m = lm_alloc(parts * sizeof(float)), *l = lm_alloc(parts * sizeof(float));
+    float *acc = lm_alloc(parts * dq * sizeof(float)); /* {n_q, H, blocks, dq} */
+    bool failed = false;
+    if (m == NULL || l == NULL || acc == NULL) {
+        lm_free(m), lm_free(l), lm_free(acc);
+        return lm_fail(err, LM_ERR_NOMEM, "expanded decode partials of %zu tokens", n);
+    }
+#pragma omp parallel
+    {
+        const size_t ws_floats = 2 * B * dq + lm_attn_decode_workspace_floats(1);
+        float *kb = lm_alloc(ws_floats * sizeof(float));
+        if (kb == NULL) {
+#pragma omp atomic write
+            failed = true;
+        }
+        float *vb = kb + B * dq, *ws = vb + B * dq;
+#pragma omp for schedule(dynamic, 1)
+        for (long item = 0; item < (long)(H * blocks); item++) {
+            if (kb == NULL)
+                continue;
+            const size_t h = (size_t)item / blocks, b = (size_t)item % blocks;
+            const size_t j0 = b * B, j1 = j0 + B < n ? j0 + B : n;
+            expand_head(run, s, ckv, j0, j1, h, w_uk, w_uv, kb, vb, dq);
+            for (size_t i = 0; i < n_q; i++) {
+                const size_t part = (i * H + h) * blocks + b;
+                attn->attn_decode_f32(q + (i * H + h) * dq, kb, vb, j1 - j0, dq, 1, scale,
+                                      m + part, l + part, acc + part * dq, ws);
+            }
+        }
+        lm_free(kb);
+    }
+    if (!failed)
+        for (size_t ih = 0; ih < n_q * H; ih++)
+            lm_attn_merge_partials(m + ih * blocks, l + ih * blocks, acc + ih * blocks * dq,
+                                   blocks, 1, dq, out + ih * dq, dq);
+    lm_free(m), lm_free(l), lm_free(acc);
+    return failed ? lm_fail(err, LM_ERR_NOMEM, "expanded decode partials of %zu tokens", n)
+                  : LM_OK;
+}
+
 lm_status lm_mla_attend_expanded(const lm_mla_shape *s, const float *q, const float *ckv,
                                  const float *w_uk, const float *w_uv, size_t n_q, size_t n,
                                  bool causal, float *o, const lm_ops *ops, lm_error *err)
@@ -146,46 +245,26 @@ lm_status lm_mla_attend_expanded(const lm_mla_shape *s, const float *q, const fl
     lm_status status = check_args(s, q, ckv, w_uk, w_uv, n_q, n, causal, o, err);
     if (status != LM_OK)
         return status;
-    const size_t H = s->heads, L = s->latent, R = s->rope, dq = s->nope + s->rope;
-    /* K, V {n, H, dq} token-major for prefill, {H, n, dq} head-major (a decode cache) for
-     * decode; V's rows carry v_dim values then zeros */
-    float *k = lm_alloc(n * H * dq * sizeof(float)), *v = lm_alloc(n * H * dq * sizeof(float));
-    float *out = lm_alloc(n_q * H * dq * sizeof(float));
-    if (k == NULL || v == NULL || out == NULL) {
-        lm_free(k), lm_free(v), lm_free(out);
-        return lm_fail(err, LM_ERR_NOMEM, "expanded keys and values of %zu tokens", n);
-    }
-#pragma omp parallel for schedule(static)
-    for (long jl = 0; jl < (long)n; jl++) {
-        const size_t j = (size_t)jl;
-        const float *c = ckv + j * (L + R);
-        for (size_t h = 0; h < H; h++) {
-            const size_t row = causal ? j * H + h : h * n + j;
-            float *kr = k + row * dq, *vr = v + row * dq;
-            for (size_t l = 0; l < L; l++) { /* k = c W_uk_h, v = c W_uv_h */
-                const float *wk = w_uk + l * H * s->nope + h * s->nope;
-                const float *wv = w_uv + l * H * s->v_dim + h * s->v_dim;
-                for (size_t e = 0; e < s->nope; e++)
-                    kr[e] += c[l] * wk[e];
-                for (size_t e = 0; e < s->v_dim; e++)
-                    vr[e] += c[l] * wv[e];
-            }
-            memcpy(kr + s->nope, c + L, R * sizeof(float));
+    const size_t H = s->heads, dq = s->nope + s->rope;
+    float *out = lm_alloc(n_q * H * dq * sizeof(float)); /* {n_q, H, dq}, v_dim used */
+    if (out == NULL)
+        return lm_fail(err, LM_ERR_NOMEM, "expanded outputs of %zu queries", n_q);
+    if (causal) { /* prefill: K, V {n, H, dq} token-major, then causal MHA */
+        float *k = lm_alloc(n * H * dq * sizeof(float)), *v = lm_alloc(n * H * dq * sizeof(float));
+        status = k == NULL || v == NULL
+                     ? lm_fail(err, LM_ERR_NOMEM, "expanded keys and values of %zu tokens", n)
+                     : lm_mla_expand(s, ckv, n, w_uk, w_uv, true, k, v, ops, err);
+        if (status == LM_OK) {
+            lm_attn_prefill_args a = {q, k, v, out, n, H, H, dq, {LM_ATTN_MASK_CAUSAL, 0, 0, 0},
+                                      1.0f / sqrtf((float)dq)};
+            status = lm_attn_prefill(&a, ops, NULL, err);
         }
-    }
-    if (causal) {
-        lm_attn_prefill_args a = {q, k, v, out, n, H, H, dq, {LM_ATTN_MASK_CAUSAL, 0, 0, 0},
-                                  1.0f / sqrtf((float)dq)};
-        status = lm_attn_prefill(&a, ops, NULL, err);
+        lm_free(k), lm_free(v);
     } else {
-        for (size_t i = 0; i < n_q && status == LM_OK; i++) {
-            lm_attn_decode_args a = {q + i * H * dq, k, v, &n, out + i * H * dq, 1, H, H, dq, n,
-                                     LM_KV_F32}; /* the driver's 1/sqrt(dq) is MLA's scale */
-            status = lm_attn_decode(&a, ops, err);
-        }
+        status = expanded_decode(s, q, ckv, w_uk, w_uv, n_q, n, out, ops, err);
     }
     for (size_t ih = 0; status == LM_OK && ih < n_q * H; ih++)
         memcpy(o + ih * s->v_dim, out + ih * dq, s->v_dim * sizeof(float));
-    lm_free(k), lm_free(v), lm_free(out);
+    lm_free(out);
     return status;
 }

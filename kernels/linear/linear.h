@@ -144,6 +144,20 @@ void lm_linear_chunked_f32_avx512(const lm_linear_f32 *p, size_t head, size_t ch
 void lm_linear_chunked_f32_neon(const lm_linear_f32 *p, size_t head, size_t chunk,
                                 float *work);
 
+/* C {m, n} += A {m, kk} B {kk, n} with row strides lda, ldb, ldc: the register-blocked
+ * product of the chunked kernels (gemm_body.h), exposed through the dispatch table for
+ * other families (the latent-attention expansion). No validation: a kernel. */
+typedef void (*lm_gemm_acc_f32_fn)(size_t m, size_t n, size_t kk, const float *a, size_t lda,
+                                   const float *b, size_t ldb, float *c, size_t ldc);
+void lm_gemm_acc_f32_scalar(size_t m, size_t n, size_t kk, const float *a, size_t lda,
+                            const float *b, size_t ldb, float *c, size_t ldc);
+void lm_gemm_acc_f32_avx2(size_t m, size_t n, size_t kk, const float *a, size_t lda,
+                          const float *b, size_t ldb, float *c, size_t ldc);
+void lm_gemm_acc_f32_avx512(size_t m, size_t n, size_t kk, const float *a, size_t lda,
+                            const float *b, size_t ldb, float *c, size_t ldc);
+void lm_gemm_acc_f32_neon(size_t m, size_t n, size_t kk, const float *a, size_t lda,
+                          const float *b, size_t ldb, float *c, size_t ldc);
+
 /* The operator: validates (sizes, arrays, normalize needs elu1, chunk > 0 when chunked,
  * gates in (0, 1]: LM_ERR_DOMAIN), then runs `kernel` (NULL: the active ISA's recurrent
  * or chunked kernel by `chunked`) over the heads with OpenMP, one workspace per thread. */
