@@ -3,6 +3,7 @@
 #include "ssm.h"
 #include "lm_ops.h"
 
+#include <float.h>
 #include <math.h>
 
 /* Channels per work item: a multiple of every vector width (4, 8, 16), small enough that
@@ -22,7 +23,15 @@ lm_status lm_ssm_mamba1_check_f32(const lm_ssm_mamba1_f32 *p, lm_error *err)
     if (p->x == NULL || p->delta_raw == NULL || p->a == NULL || p->b == NULL || p->c == NULL ||
         p->y == NULL)
         return lm_fail(err, LM_ERR_SHAPE, "x, delta_raw, a, b, c and y must be given");
-    for (size_t i = 0; i < p->channels * p->state; i++) {
+    /* One branch-free vector pass first (a decode step calls this for every token): NaN
+     * fails both comparisons, +-inf and positive values fail one. Only a bad A pays for the
+     * second pass that names the entry. */
+    const size_t count = p->channels * p->state;
+    int all_ok = 1;
+#pragma omp simd reduction(&: all_ok)
+    for (size_t i = 0; i < count; i++)
+        all_ok &= (p->a[i] <= 0.0f) & (p->a[i] >= -FLT_MAX);
+    for (size_t i = 0; !all_ok && i < count; i++) {
         if (!isfinite(p->a[i]))
             return lm_fail(err, LM_ERR_NONFINITE, "a must contain only finite values "
                            "(a[%zu,%zu])", i / p->state, i % p->state);

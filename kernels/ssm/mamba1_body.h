@@ -113,7 +113,7 @@ static void MAMBA1_BLOCK(const lm_ssm_mamba1_f32 *p, size_t bi, size_t d0)
 static void MAMBA1_DECODE_BLOCK(const lm_ssm_mamba1_f32 *p, size_t bi, size_t d0)
 {
     const size_t D = p->channels, N = p->state;
-    _Alignas(64) float delta[LM_W], xs[LM_W], ys[LM_W], lanes[LM_W];
+    _Alignas(64) float delta[LM_W], xs[LM_W], ys[LM_W];
     const LM_V zero = V_SET1(0.0f), one = V_SET1(1.0f), tiny = V_SET1(-1e-30f);
     const LM_V bias = p->delta_bias != NULL ? V_LOADU(p->delta_bias + d0) : zero;
     const LM_V u = V_ADD(V_LOADU(p->delta_raw + bi * D + d0), bias);
@@ -145,10 +145,7 @@ static void MAMBA1_DECODE_BLOCK(const lm_ssm_mamba1_f32 *p, size_t bi, size_t d0
                 V_STOREU(h_out + n, hn);
             acc = V_FMA(hn, V_LOADU(ct + n), acc);
         }
-        V_STOREU(lanes, acc);
-        float y = 0.0f;
-        for (size_t i = 0; i < LM_W; i++)
-            y += lanes[i];
+        float y = V_HSUM(acc);
         for (; n < N; n++) {
             const float h = h_in != NULL ? h_in[n] : 0.0f;
             float abar, in;

@@ -1,7 +1,7 @@
 /* The thin SIMD mapping layer of the recurrent-family kernel bodies (mamba1_body.h,
  * conv_body.h, and the scan, linear-attention and delta-rule bodies): LM_V holds LM_W floats;
  * V_LOADU/V_STOREU/V_SET1, V_ADD/V_SUB/V_MUL/V_DIV/V_MAX/V_MIN, V_FMA(a, b, c) = a*b + c,
- * V_ABS, V_EXP/V_EXPM1/V_LOG1P.
+ * V_ABS, V_EXP/V_EXPM1/V_LOG1P, V_HSUM (the sum of the lanes).
  * AVX2 + FMA: 8 floats, SLEEF 1-ulp transcendental functions (include only from an
  * avx2*.c file, which gets -mavx2 -mfma). */
 #ifndef LONGMIX_SIMD_AVX2_H
@@ -26,5 +26,13 @@
 #define V_EXP(a) Sleef_expf8_u10avx2(a)
 #define V_EXPM1(a) Sleef_expm1f8_u10avx2(a)
 #define V_LOG1P(a) Sleef_log1pf8_u10avx2(a)
+/* sum of the 8 lanes (a reduction tree) */
+static inline float lm_hsum_avx2(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+#define V_HSUM(a) lm_hsum_avx2(a)
 
 #endif

@@ -1,7 +1,7 @@
 /* The thin SIMD mapping layer of the recurrent-family kernel bodies (mamba1_body.h,
  * conv_body.h, and the scan, linear-attention and delta-rule bodies): LM_V holds LM_W floats;
  * V_LOADU/V_STOREU/V_SET1, V_ADD/V_SUB/V_MUL/V_DIV/V_MAX/V_MIN, V_FMA(a, b, c) = a*b + c,
- * V_ABS, V_EXP/V_EXPM1/V_LOG1P.
+ * V_ABS, V_EXP/V_EXPM1/V_LOG1P, V_HSUM (the sum of the lanes).
  * AVX-512F: 16 floats, SLEEF 1-ulp transcendental functions (include only from an
  * avx512*.c file). */
 #ifndef LONGMIX_SIMD_AVX512_H
@@ -26,5 +26,7 @@
 #define V_EXP(a) Sleef_expf16_u10avx512f(a)
 #define V_EXPM1(a) Sleef_expm1f16_u10avx512f(a)
 #define V_LOG1P(a) Sleef_log1pf16_u10avx512f(a)
+/* sum of the 16 lanes (a reduction tree) */
+#define V_HSUM(a) _mm512_reduce_add_ps(a)
 
 #endif

@@ -26,5 +26,6 @@
 #define V_EXP(a) Sleef_expf4_u10advsimd(a)
 #define V_EXPM1(a) Sleef_expm1f4_u10advsimd(a)
 #define V_LOG1P(a) Sleef_log1pf4_u10advsimd(a)
+#define V_HSUM(a) vaddvq_f32(a) /* sum of the 4 lanes */
 
 #endif
