@@ -119,6 +119,10 @@ static inline lm_attn_tile_class lm_attn_tile_classify(const lm_attn_mask *m, si
 /* Tile sizes of the fast prefill, the same on every path so the tile counts agree. */
 #define LM_ATTN_TILE_Q 64
 #define LM_ATTN_TILE_K 32
+/* Query heads (of one KV head) and query tiles one prefill kernel call computes against
+ * each K/V tile it loads. */
+#define LM_ATTN_PREFILL_HEADS 4
+#define LM_ATTN_PREFILL_TILES 2
 /* Keys per block of the fast decode kernel. */
 #define LM_ATTN_DECODE_BLOCK 64
 
@@ -202,20 +206,28 @@ typedef struct lm_attn_prefill_args {
     float scale; /* 1 / sqrt(head_dim) */
 } lm_attn_prefill_args;
 
-/* Floats of workspace one prefill kernel call needs (64-byte aligned). */
+/* Floats of workspace (64-byte aligned) one prefill kernel call of lm_attn_prefill needs:
+ * the packed K and V tiles {TILE_K, head_dim} each, scores and mask bias {TILE_K, TILE_Q}
+ * each, a rescale {TILE_Q}, and per (query tile, query head) slot of the call Qt
+ * {head_dim, TILE_Q}, an accumulator {TILE_Q, head_dim} and the running max and sum
+ * {TILE_Q} each; lm_attn_prefill forms up to LM_ATTN_PREFILL_HEADS x
+ * LM_ATTN_PREFILL_TILES slots per call at head_dim <= 128, fewer for wider heads. */
 size_t lm_attn_prefill_workspace_floats(size_t head_dim);
 
-/* Prefill kernel: query head `head`, query tiles [tile_begin, tile_end) of LM_ATTN_TILE_Q
- * rows; writes those rows of o and adds what it computed to *counts. head_dim must be a
+/* Prefill kernel: query heads [head_begin, head_end), which must share one KV head and
+ * number 1..LM_ATTN_PREFILL_HEADS, over query tiles [tile_begin, tile_end) of
+ * LM_ATTN_TILE_Q rows, 1..LM_ATTN_PREFILL_TILES of them; the workspace must hold that many
+ * (tile, head) slots. Each K/V tile is read once for all the slots. Writes those rows of o
+ * and adds what it computed to *counts (summed over the heads). head_dim must be a
  * multiple of 16 on the SIMD paths (any on scalar). Online softmax: never an n x n matrix. */
-void lm_attn_prefill_f32_scalar(const lm_attn_prefill_args *a, size_t head, size_t tile_begin,
-                                size_t tile_end, float *workspace, lm_attn_counts *counts);
-void lm_attn_prefill_f32_avx2(const lm_attn_prefill_args *a, size_t head, size_t tile_begin,
-                              size_t tile_end, float *workspace, lm_attn_counts *counts);
-void lm_attn_prefill_f32_avx512(const lm_attn_prefill_args *a, size_t head, size_t tile_begin,
-                                size_t tile_end, float *workspace, lm_attn_counts *counts);
-void lm_attn_prefill_f32_neon(const lm_attn_prefill_args *a, size_t head, size_t tile_begin,
-                              size_t tile_end, float *workspace, lm_attn_counts *counts);
+#define LM_ATTN_PREFILL_DECLARE(isa)                                                           \
+    void lm_attn_prefill_f32_##isa(const lm_attn_prefill_args *a, size_t head_begin,           \
+                                   size_t head_end, size_t tile_begin, size_t tile_end,         \
+                                   float *workspace, lm_attn_counts *counts)
+LM_ATTN_PREFILL_DECLARE(scalar);
+LM_ATTN_PREFILL_DECLARE(avx2);
+LM_ATTN_PREFILL_DECLARE(avx512);
+LM_ATTN_PREFILL_DECLARE(neon);
 
 /* Floats of workspace one decode kernel call needs for `group` query heads. */
 size_t lm_attn_decode_workspace_floats(size_t group);
@@ -244,10 +256,11 @@ LM_ATTN_DECODE_DECLARE(bf16, neon);
 
 /* ---- operator drivers (driver.c: validate, split with OpenMP, call the table) -------- */
 
-/* Runs a prefill with the kernels of `ops` (NULL: the active path), splitting
- * (head, query tile) work over OpenMP threads. head_dim not a multiple of 16 falls back
- * to the scalar kernel. Statuses: as lm_attn_prefill_check, LM_ERR_NONFINITE for NaN/Inf
- * in q, k or v, LM_ERR_NOMEM. counts (optional) receives the totals over all heads. */
+/* Runs a prefill with the kernels of `ops` (NULL: the active path), splitting (KV head,
+ * block of its query heads, block of query tiles) work over OpenMP threads. head_dim not a
+ * multiple of 16 falls back to the scalar kernel. Statuses: as lm_attn_prefill_check,
+ * LM_ERR_NONFINITE for NaN/Inf in q, k or v, LM_ERR_NOMEM. counts (optional) receives the
+ * totals over all heads. */
 lm_status lm_attn_prefill(const lm_attn_prefill_args *a, const lm_ops *ops,
                           lm_attn_counts *counts, lm_error *err);
 

@@ -15,10 +15,8 @@
  *   PV_R PV_CV                      prefill P V: query rows x d-vectors per micro-tile
  *   DEC_GB DEC_CV                   decode: query heads per pass, d-vectors per P V pass
  *
- * Prefill works on S^T: a query tile's Q is packed transposed once, Qt {d, TQ}, so scores
- * of a key against TQ queries come from broadcasting k[j, c] against Qt rows, the row
- * maxima and sums of the online softmax run lane-wise (no horizontal reductions), and
- * K and V rows are read in place. */
+ * The prefill lives in prefill_body.h (included below; its head comment explains the
+ * blocking). */
 #ifndef LM_ISA_SUFFIX
 #error "define the SIMD mapping layer before including kernel_body.h"
 #endif
@@ -33,189 +31,17 @@
  * live in registers */
 #define LM_UNROLL _Pragma("GCC unroll 16")
 
-enum { TQ = LM_ATTN_TILE_Q, TK = LM_ATTN_TILE_K, QV = LM_ATTN_TILE_Q / VW };
-_Static_assert(LM_ATTN_TILE_Q % (VW * PF_NV) == 0, "query tile must hold whole micro-tiles");
-
 static inline size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
 
-/* St[jj, 0..TQ) = sum_c k[j0 + jj, c] * Qt[c, 0..TQ) for jj in [jj0, jj0 + rk), query
- * vectors [qv0, qv0 + nv). rk and nv are constants after inlining. */
-LM_INLINE void prefill_scores_block(const float *restrict krow, size_t ldk,
-                                    const float *restrict qt, float *restrict st, size_t d,
-                                    size_t qv0, int rk, int nv)
-{
-    vf acc[PF_RK][PF_NV];
-    LM_UNROLL
-    for (int a = 0; a < rk; a++)
-        LM_UNROLL
-        for (int b = 0; b < nv; b++)
-            acc[a][b] = V_ZERO();
-    for (size_t c = 0; c < d; c++) {
-        vf qvec[PF_NV];
-        LM_UNROLL
-        for (int b = 0; b < nv; b++)
-            qvec[b] = V_LOAD(qt + c * TQ + (qv0 + (size_t)b) * VW);
-        LM_UNROLL
-        for (int a = 0; a < rk; a++) {
-            vf kb = V_BCAST(krow + (size_t)a * ldk + c); /* k[j, c] in every lane */
-            LM_UNROLL
-            for (int b = 0; b < nv; b++)
-                acc[a][b] = V_FMA(kb, qvec[b], acc[a][b]); /* St[j, q] += k[j, c] Qt[c, q] */
-        }
-    }
-    LM_UNROLL
-    for (int a = 0; a < rk; a++)
-        LM_UNROLL
-        for (int b = 0; b < nv; b++)
-            V_STORE(st + (size_t)a * TQ + (qv0 + (size_t)b) * VW, acc[a][b]);
-}
+/* ---- prefill: prefill_body.h ---------------------------------------------------- */
 
-/* o[r, c0 .. c0 + cv VW) += sum_jj St[jj, r] v[jj, ...] for rows [r0, r0 + rr). */
-LM_INLINE void prefill_pv_block(const float *restrict st, const float *restrict vrow, size_t ldv,
-                                size_t cols, float *restrict orow, size_t ldo, size_t r0,
-                                size_t c0, int rr, int cv)
-{
-    vf acc[PV_R][PV_CV];
-    LM_UNROLL
-    for (int a = 0; a < rr; a++)
-        LM_UNROLL
-        for (int b = 0; b < cv; b++)
-            acc[a][b] = V_LOAD(orow + (r0 + (size_t)a) * ldo + c0 + (size_t)b * VW);
-    for (size_t jj = 0; jj < cols; jj++) {
-        vf vvec[PV_CV];
-        LM_UNROLL
-        for (int b = 0; b < cv; b++)
-            vvec[b] = V_LOAD(vrow + jj * ldv + c0 + (size_t)b * VW);
-        LM_UNROLL
-        for (int a = 0; a < rr; a++) {
-            vf p = V_BCAST(st + jj * TQ + r0 + (size_t)a); /* weight of key jj for row r */
-            LM_UNROLL
-            for (int b = 0; b < cv; b++)
-                acc[a][b] = V_FMA(p, vvec[b], acc[a][b]);
-        }
-    }
-    LM_UNROLL
-    for (int a = 0; a < rr; a++)
-        LM_UNROLL
-        for (int b = 0; b < cv; b++)
-            V_STORE(orow + (r0 + (size_t)a) * ldo + c0 + (size_t)b * VW, acc[a][b]);
-}
-
-LM_INLINE void prefill_pv_rows(const float *restrict st, const float *restrict vrow, size_t ldv,
-                               size_t cols, float *restrict orow, size_t ldo, size_t r0, int rr,
-                               size_t d)
-{
-    size_t c0 = 0;
-    for (; c0 + PV_CV * VW <= d; c0 += PV_CV * VW)
-        prefill_pv_block(st, vrow, ldv, cols, orow, ldo, r0, c0, rr, PV_CV);
-    for (; c0 < d; c0 += VW)
-        prefill_pv_block(st, vrow, ldv, cols, orow, ldo, r0, c0, rr, 1);
-}
-
-void LM_NAME(lm_attn_prefill_f32)(const lm_attn_prefill_args *a, size_t head, size_t tile_begin,
-                                  size_t tile_end, float *workspace, lm_attn_counts *counts)
-{
-    const size_t n = a->n, d = a->head_dim, heads = a->heads, kv_heads = a->kv_heads;
-    const size_t g = head / (heads / kv_heads);
-    const size_t ldq = heads * d, ldk = kv_heads * d;
-    const float *qh = a->q + head * d; /* q[i, head, :] at qh + i ldq */
-    const float *kh = a->k + g * d;    /* k[j, g, :] at kh + j ldk */
-    const float *vh = a->v + g * d;
-    float *oh = a->o + head * d;
-    float *qt = workspace;     /* {d, TQ} */
-    float *st = qt + d * TQ;   /* {TK, TQ}: scores, then weights */
-    float *mrun = st + TK * TQ; /* {TQ} running max */
-    float *lrun = mrun + TQ;    /* {TQ} running sum */
-    float *alpha = lrun + TQ;   /* {TQ} rescale of this tile */
-    const vf scale = V_SET1(a->scale);
-    uint64_t tiles_total = 0, tiles_computed = 0, pairs = 0;
-
-    for (size_t t = tile_begin; t < tile_end; t++) {
-        const size_t i0 = t * TQ, i1 = min_size(i0 + TQ, n), rows = i1 - i0;
-        for (size_t c = 0; c < d; c++) /* Qt[c, r] = q[i0 + r, c]; rows past n are zero */
-            for (size_t r = 0; r < TQ; r++)
-                qt[c * TQ + r] = r < rows ? qh[(i0 + r) * ldq + c] : 0.0f;
-        for (size_t r = 0; r < TQ; r++) {
-            mrun[r] = -FLT_MAX; /* finite, so exp(m_old - m_new) never sees inf - inf */
-            lrun[r] = 0.0f;
-        }
-        for (size_t r = 0; r < rows; r++)
-            memset(oh + (i0 + r) * ldq, 0, d * sizeof(float));
-
-        for (size_t j0 = 0; j0 < i1; j0 += TK) {
-            const size_t j1 = min_size(j0 + TK, i1), cols = j1 - j0;
-            tiles_total++;
-            lm_attn_tile_class cls = lm_attn_tile_classify(&a->mask, i0, i1, j0, j1);
-            if (cls == LM_TILE_EMPTY)
-                continue;
-            tiles_computed++;
-            pairs += (uint64_t)rows * cols;
-
-            /* scores St[jj, r] = k[j0 + jj] . q[i0 + r] */
-            const float *krow = kh + j0 * ldk;
-            for (size_t qv0 = 0; qv0 < QV; qv0 += PF_NV) {
-                size_t jj = 0;
-                for (; jj + PF_RK <= cols; jj += PF_RK)
-                    prefill_scores_block(krow + jj * ldk, ldk, qt, st + jj * TQ, d, qv0, PF_RK,
-                                         PF_NV);
-                for (; jj < cols; jj++)
-                    prefill_scores_block(krow + jj * ldk, ldk, qt, st + jj * TQ, d, qv0, 1,
-                                         PF_NV);
-            }
-            if (cls == LM_TILE_PARTIAL) /* masked pairs score -inf: weight exactly 0 */
-                for (size_t jj = 0; jj < cols; jj++)
-                    for (size_t r = 0; r < rows; r++)
-                        if (!lm_attn_mask_allows(&a->mask, i0 + r, j0 + jj))
-                            st[jj * TQ + r] = -INFINITY;
-
-            /* online softmax, lane-wise over the TQ queries */
-            for (size_t qv = 0; qv < QV; qv++) {
-                vf mold = V_LOAD(mrun + qv * VW), mnew = mold;
-                for (size_t jj = 0; jj < cols; jj++) {
-                    vf s = V_MUL(V_LOAD(st + jj * TQ + qv * VW), scale);
-                    V_STORE(st + jj * TQ + qv * VW, s);
-                    mnew = V_MAX(mnew, s);
-                }
-                vf sum = V_ZERO();
-                for (size_t jj = 0; jj < cols; jj++) {
-                    vf p = V_EXP(V_SUB(V_LOAD(st + jj * TQ + qv * VW), mnew)); /* e^(s - m) */
-                    V_STORE(st + jj * TQ + qv * VW, p);
-                    sum = V_ADD(sum, p);
-                }
-                vf al = V_EXP(V_SUB(mold, mnew));
-                V_STORE(alpha + qv * VW, al);
-                V_STORE(lrun + qv * VW, V_FMA(V_LOAD(lrun + qv * VW), al, sum));
-                V_STORE(mrun + qv * VW, mnew);
-            }
-            for (size_t r = 0; r < rows; r++) { /* o[r] *= e^(m_old - m_new) */
-                float *orow = oh + (i0 + r) * ldq;
-                vf al = V_BCAST(alpha + r);
-                for (size_t c = 0; c < d; c += VW)
-                    V_STORE(orow + c, V_MUL(V_LOAD(orow + c), al));
-            }
-
-            /* o[r] += sum_jj P[jj, r] v[j0 + jj] */
-            const float *vrow = vh + j0 * ldk;
-            float *orow = oh + i0 * ldq;
-            size_t r0 = 0;
-            for (; r0 + PV_R <= rows; r0 += PV_R)
-                prefill_pv_rows(st, vrow, ldk, cols, orow, ldq, r0, PV_R, d);
-            for (; r0 < rows; r0++)
-                prefill_pv_rows(st, vrow, ldk, cols, orow, ldq, r0, 1, d);
-        }
-        for (size_t r = 0; r < rows; r++) { /* o[r] /= l[r] */
-            float *orow = oh + (i0 + r) * ldq;
-            vf inv = V_SET1(1.0f / lrun[r]);
-            for (size_t c = 0; c < d; c += VW)
-                V_STORE(orow + c, V_MUL(V_LOAD(orow + c), inv));
-        }
-    }
-    counts->tiles_total += tiles_total;
-    counts->tiles_computed += tiles_computed;
-    counts->pairs_computed += pairs;
-}
+#include "prefill_body.h"
 
 /* ---- decode ------------------------------------------------------------------------ */
+
+/* A path with its own decode kernels (avx512: avx512_decode.c) defines
+ * LM_ATTN_OWN_DECODE before including this file. */
+#ifndef LM_ATTN_OWN_DECODE
 
 enum { DEC_F32 = 0, DEC_F16 = 1, DEC_BF16 = 2, BKD = LM_ATTN_DECODE_BLOCK };
 
@@ -229,11 +55,27 @@ LM_INLINE vf load_kv(const void *base, size_t row, size_t d, size_t c, int dtype
     return V_LOAD_BF16((const uint16_t *)base + row * d + c);
 }
 
-/* s[gb, jj] = q[g0 + gb] . k[j0 + jj] for gb < gn (gn <= DEC_GB). */
-LM_INLINE void decode_scores(const float *restrict q, const void *k, size_t j0, size_t cnt,
-                             size_t d, size_t g0, int gn, float *restrict s, int dtype)
+/* Prefetch the K and V rows DEC_PF_ROWS keys ahead, every cache line (a prefetch never
+ * faults, so rows past the range are harmless): both streams stay in flight. */
+enum { DEC_PF_ROWS = 16 };
+LM_INLINE void decode_prefetch(const void *k, const void *v, size_t row, size_t d, int dtype)
+{
+    const size_t bytes = d * (dtype == DEC_F32 ? sizeof(float) : sizeof(uint16_t));
+    for (size_t off = 0; off < bytes; off += 64) {
+        __builtin_prefetch((const char *)k + row * bytes + off);
+        __builtin_prefetch((const char *)v + row * bytes + off);
+    }
+}
+
+/* s[gb, jj] = q[g0 + gb] . k[j0 + jj] for gb < gn (gn <= DEC_GB); the first pass (g0 = 0)
+ * prefetches. */
+LM_INLINE void decode_scores(const float *restrict q, const void *k, const void *v, size_t j0,
+                             size_t cnt, size_t d, size_t g0, int gn, float *restrict s,
+                             int dtype)
 {
     for (size_t jj = 0; jj < cnt; jj++) {
+        if (g0 == 0)
+            decode_prefetch(k, v, j0 + jj + DEC_PF_ROWS, d, dtype);
         vf acc[DEC_GB];
         LM_UNROLL
         for (int b = 0; b < gn; b++)
@@ -295,7 +137,7 @@ LM_INLINE void decode_group_pass(const float *restrict q, const void *k, const v
                                  float *restrict s, float *restrict accs, int dtype, int phase)
 {
     if (phase == 0) {
-        decode_scores(q, k, j0, cnt, d, g0, gn, s, dtype);
+        decode_scores(q, k, v, j0, cnt, d, g0, gn, s, dtype);
         return;
     }
     size_t c0 = 0;
@@ -373,3 +215,4 @@ LM_DECODE_DEFINE(bf16, LM_ISA_SUFFIX)
 {
     decode_body(q, k, v, n, d, group, scale, m, l, acc, workspace, DEC_BF16);
 }
+#endif /* LM_ATTN_OWN_DECODE */

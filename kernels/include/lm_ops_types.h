@@ -15,10 +15,11 @@ typedef void (*lm_rowdot_f32_fn)(const float *restrict x, const float *restrict 
 /* Attention family (kernels/attention/attention.h holds the structs and the contracts). */
 struct lm_attn_prefill_args;
 struct lm_attn_counts;
-/* Causal (masked) GQA prefill of one query head over query tiles [tile_begin, tile_end). */
-typedef void (*lm_attn_prefill_f32_fn)(const struct lm_attn_prefill_args *a, size_t head,
-                                       size_t tile_begin, size_t tile_end, float *workspace,
-                                       struct lm_attn_counts *counts);
+/* Causal (masked) GQA prefill of query heads [head_begin, head_end), all of one KV head,
+ * over query tiles [tile_begin, tile_end). */
+typedef void (*lm_attn_prefill_f32_fn)(const struct lm_attn_prefill_args *a, size_t head_begin,
+                                       size_t head_end, size_t tile_begin, size_t tile_end,
+                                       float *workspace, struct lm_attn_counts *counts);
 /* Decode partial of `group` query heads q {group, d} over one KV head's rows k, v {n, d}. */
 typedef void (*lm_attn_decode_fn)(const float *q, const void *k, const void *v, size_t n,
                                   size_t d, size_t group, float scale, float *m, float *l,

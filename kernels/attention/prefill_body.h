@@ -1,0 +1,324 @@
+/* Causal (masked) GQA prefill over the SIMD mapping layer; included by kernel_body.h,
+ * which supplies the layer, LM_NAME, LM_INLINE, LM_UNROLL and min_size.
+ *
+ * One call computes a block of query heads that share one KV head (at most
+ * LM_ATTN_PREFILL_HEADS) over a block of query tiles of TQ rows (at most
+ * LM_ATTN_PREFILL_TILES), all (tile, head) slots together:
+ *   - each key tile of TK rows is copied once into contiguous workspace, Kp and Vp {TK, d},
+ *     and then serves every slot: K and V come from memory once per 4 heads x 2 query tiles
+ *     (on this project's VM the last-level cache holds little beyond the 1 MiB L2, so a
+ *     KV head's 4 MiB at n = 4,096 streams from DRAM for every pass), and the tile after
+ *     next is prefetched while this one computes. In the cache layout {n, kv_heads, d} consecutive
+ *     keys lie kv_heads d floats apart (4 KiB for 8 x 128), so read in place a tile's rows
+ *     would all fall in the same few L1 sets and the tile would not stay in L1;
+ *   - per head the work is on S^T: the query tile is packed transposed and pre-scaled,
+ *     Qt {d, TQ} = q^T / sqrt(d), so the scores of a key against TQ queries come from
+ *     broadcasting k[j, c] against Qt rows, and the online-softmax maxima and sums run
+ *     lane-wise over queries (no horizontal reductions);
+ *   - the output accumulates in a contiguous acc {TQ, d} per slot: P V sums into zeroed
+ *     registers, then stores acc e^(m_old - m_new) + P V; acc is divided by the row sums
+ *     and written to o once per query tile.
+ * Partial tiles (the diagonal, window edges) add a bias {TK, TQ} of 0 / -inf built once
+ * per key tile for the whole head block. */
+
+enum { TQ = LM_ATTN_TILE_Q, TK = LM_ATTN_TILE_K, QV = LM_ATTN_TILE_Q / VW };
+_Static_assert(LM_ATTN_TILE_Q % (VW * PF_NV) == 0, "query tile must hold whole micro-tiles");
+
+/* St[jj, qv0 VW ..) = sum_c kp[jj, c] Qt[c, qv0 VW ..) for jj < rk, nv query vectors. rk and
+ * nv are constants after inlining. */
+LM_INLINE void prefill_scores_block(const float *restrict kp, const float *restrict qt,
+                                    float *restrict st, size_t d, size_t qv0, int rk, int nv)
+{
+    vf acc[PF_RK][PF_NV];
+    LM_UNROLL
+    for (int a = 0; a < rk; a++)
+        LM_UNROLL
+        for (int b = 0; b < nv; b++)
+            acc[a][b] = V_ZERO();
+    for (size_t c = 0; c < d; c++) {
+        vf qvec[PF_NV];
+        LM_UNROLL
+        for (int b = 0; b < nv; b++)
+            qvec[b] = V_LOAD(qt + c * TQ + (qv0 + (size_t)b) * VW);
+        LM_UNROLL
+        for (int a = 0; a < rk; a++) {
+            vf kb = V_BCAST(kp + (size_t)a * d + c); /* k[j, c] in every lane */
+            LM_UNROLL
+            for (int b = 0; b < nv; b++)
+                acc[a][b] = V_FMA(kb, qvec[b], acc[a][b]); /* St[j, q] += k[j, c] Qt[c, q] */
+        }
+    }
+    LM_UNROLL
+    for (int a = 0; a < rk; a++)
+        LM_UNROLL
+        for (int b = 0; b < nv; b++)
+            V_STORE(st + (size_t)a * TQ + (qv0 + (size_t)b) * VW, acc[a][b]);
+}
+
+/* St {cols, TQ} = Kp {cols, d} Qt {d, TQ}. */
+LM_INLINE void prefill_scores(const float *restrict kp, const float *restrict qt,
+                              float *restrict st, size_t cols, size_t d)
+{
+    for (size_t qv0 = 0; qv0 < QV; qv0 += PF_NV) {
+        size_t jj = 0;
+        for (; jj + PF_RK <= cols; jj += PF_RK)
+            prefill_scores_block(kp + jj * d, qt, st + jj * TQ, d, qv0, PF_RK, PF_NV);
+        for (; jj + 2 <= cols; jj += 2) /* two rows still keep 2 PF_NV chains in flight */
+            prefill_scores_block(kp + jj * d, qt, st + jj * TQ, d, qv0, 2, PF_NV);
+        for (; jj < cols; jj++)
+            prefill_scores_block(kp + jj * d, qt, st + jj * TQ, d, qv0, 1, PF_NV);
+    }
+}
+
+/* Online softmax of one head over one key tile, lane-wise over the TQ queries: St (plus
+ * bias when non-NULL) becomes the weights e^(s - m_new); m, l {TQ} are updated and
+ * alpha {TQ} = e^(m_old - m_new) receives the rescale of the rows' earlier sums. */
+LM_INLINE void prefill_softmax(float *restrict st, const float *restrict bias, size_t cols,
+                               float *restrict m, float *restrict l, float *restrict alpha)
+{
+    for (size_t qv = 0; qv < QV; qv++) {
+        const size_t off = qv * VW;
+        vf mold = V_LOAD(m + off), mnew = mold;
+        if (bias != NULL)
+            for (size_t jj = 0; jj < cols; jj++) {
+                vf s = V_ADD(V_LOAD(st + jj * TQ + off), V_LOAD(bias + jj * TQ + off));
+                V_STORE(st + jj * TQ + off, s); /* masked pairs: -inf, weight exactly 0 */
+                mnew = V_MAX(mnew, s);
+            }
+        else
+            for (size_t jj = 0; jj < cols; jj++)
+                mnew = V_MAX(mnew, V_LOAD(st + jj * TQ + off));
+        vf sum = V_ZERO();
+        for (size_t jj = 0; jj < cols; jj++) {
+            vf p = V_EXP(V_SUB(V_LOAD(st + jj * TQ + off), mnew)); /* e^(s - m) */
+            V_STORE(st + jj * TQ + off, p);
+            sum = V_ADD(sum, p);
+        }
+        vf al = V_EXP(V_SUB(mold, mnew));
+        V_STORE(alpha + off, al);
+        V_STORE(l + off, V_FMA(V_LOAD(l + off), al, sum));
+        V_STORE(m + off, mnew);
+    }
+}
+
+/* Prefetch of a later key tile's K and V rows while this one computes: keys
+ * kv_heads d floats apart sit on different pages, which the hardware prefetchers do not
+ * follow, so the copy into Kp / Vp would wait on every row. The lines are requested a few
+ * at a time between P V micro-tiles: a burst of hundreds would fill the miss queues and
+ * stall the loads of the computation. */
+typedef struct prefill_prefetch {
+    const float *k, *v; /* row 0 of the next tile */
+    size_t ld, d;       /* row stride, row length (floats) */
+    size_t rows, row, col;
+    size_t quota; /* lines of K (and of V) per step */
+} prefill_prefetch;
+
+LM_INLINE void prefill_prefetch_step(prefill_prefetch *pf)
+{
+    enum { LINE = 64 / sizeof(float) };
+    for (size_t i = 0; i < pf->quota && pf->row < pf->rows; i++) {
+        __builtin_prefetch(pf->k + pf->row * pf->ld + pf->col, 0, 2);
+        __builtin_prefetch(pf->v + pf->row * pf->ld + pf->col, 0, 2);
+        pf->col += LINE;
+        if (pf->col >= pf->d) {
+            pf->col = 0;
+            pf->row++;
+        }
+    }
+}
+
+/* acc[r, c0 .. c0 + cv VW) = alpha[r] acc[r, ...] + sum_jj P[jj, r] vp[jj, ...] for rows
+ * [r0, r0 + rr). */
+LM_INLINE void prefill_pv_block(const float *restrict st, const float *restrict vp,
+                                size_t cols, size_t d, float *restrict acc,
+                                const float *restrict alpha, size_t r0, size_t c0, int rr,
+                                int cv)
+{
+    vf o[PV_R][PV_CV];
+    LM_UNROLL
+    for (int a = 0; a < rr; a++)
+        LM_UNROLL
+        for (int b = 0; b < cv; b++)
+            o[a][b] = V_ZERO();
+    for (size_t jj = 0; jj < cols; jj++) {
+        vf vvec[PV_CV];
+        LM_UNROLL
+        for (int b = 0; b < cv; b++)
+            vvec[b] = V_LOAD(vp + jj * d + c0 + (size_t)b * VW);
+        LM_UNROLL
+        for (int a = 0; a < rr; a++) {
+            vf p = V_BCAST(st + jj * TQ + r0 + (size_t)a); /* weight of key jj for row r */
+            LM_UNROLL
+            for (int b = 0; b < cv; b++)
+                o[a][b] = V_FMA(p, vvec[b], o[a][b]);
+        }
+    }
+    /* acc is read only now: the sums above do not wait for it (it comes from L2, and the
+     * next micro-tile's sums overlap these loads) */
+    LM_UNROLL
+    for (int a = 0; a < rr; a++) {
+        vf al = V_BCAST(alpha + r0 + (size_t)a);
+        LM_UNROLL
+        for (int b = 0; b < cv; b++) {
+            float *p = acc + (r0 + (size_t)a) * d + c0 + (size_t)b * VW;
+            V_STORE(p, V_FMA(V_LOAD(p), al, o[a][b]));
+        }
+    }
+}
+
+LM_INLINE void prefill_pv_rows(const float *restrict st, const float *restrict vp, size_t cols,
+                               size_t d, float *restrict acc, const float *restrict alpha,
+                               size_t r0, int rr)
+{
+    size_t c0 = 0;
+    for (; c0 + PV_CV * VW <= d; c0 += PV_CV * VW)
+        prefill_pv_block(st, vp, cols, d, acc, alpha, r0, c0, rr, PV_CV);
+    for (; c0 < d; c0 += VW)
+        prefill_pv_block(st, vp, cols, d, acc, alpha, r0, c0, rr, 1);
+}
+
+/* acc {rows, d} = alpha acc + P^T Vp. */
+LM_INLINE void prefill_pv(const float *restrict st, const float *restrict vp, size_t cols,
+                          size_t rows, size_t d, float *restrict acc,
+                          const float *restrict alpha, prefill_prefetch *pf)
+{
+    size_t r0 = 0;
+    for (; r0 + PV_R <= rows; r0 += PV_R) {
+        prefill_pv_rows(st, vp, cols, d, acc, alpha, r0, PV_R);
+        prefill_prefetch_step(pf);
+    }
+    for (; r0 < rows; r0++) {
+        prefill_pv_rows(st, vp, cols, d, acc, alpha, r0, 1);
+        prefill_prefetch_step(pf);
+    }
+}
+
+/* Qt {d, TQ} = q rows [i0, i0 + rows) of one head, transposed and scaled (rows past n: 0);
+ * m = -FLT_MAX, l = 0, acc = 0. */
+LM_INLINE void prefill_start(const float *restrict qh, size_t ldq, size_t i0, size_t rows,
+                             size_t d, float scale, float *restrict qt, float *restrict acc,
+                             float *restrict m, float *restrict l)
+{
+    for (size_t r = 0; r < TQ; r++) {
+        if (r < rows) {
+            const float *qrow = qh + (i0 + r) * ldq;
+            for (size_t c = 0; c < d; c++)
+                qt[c * TQ + r] = qrow[c] * scale;
+        } else { /* rows past n score 0 and are never written */
+            for (size_t c = 0; c < d; c++)
+                qt[c * TQ + r] = 0.0f;
+        }
+        m[r] = -FLT_MAX; /* finite, so e^(m_old - m_new) never sees inf - inf */
+        l[r] = 0.0f;
+    }
+    memset(acc, 0, rows * d * sizeof(float));
+}
+
+void LM_NAME(lm_attn_prefill_f32)(const lm_attn_prefill_args *a, size_t head_begin,
+                                  size_t head_end, size_t tile_begin, size_t tile_end,
+                                  float *workspace, lm_attn_counts *counts)
+{
+    const size_t n = a->n, d = a->head_dim, heads = a->heads, kv_heads = a->kv_heads;
+    const size_t hb = head_end - head_begin, nt = tile_end - tile_begin;
+    const size_t g = head_begin / (heads / kv_heads);
+    const size_t ldq = heads * d, ldk = kv_heads * d;
+    const float *kh = a->k + g * d; /* k[j, g, :] at kh + j ldk */
+    const float *vh = a->v + g * d;
+    /* workspace layout: see lm_attn_prefill_workspace_floats */
+    float *kp = workspace;         /* {TK, d} this key tile's keys */
+    float *vp = kp + TK * d;       /* {TK, d} its values */
+    float *st = vp + TK * d;       /* {TK, TQ} scores, then weights */
+    float *bias = st + TK * TQ;    /* {TK, TQ} 0 or -inf on partial tiles */
+    float *alpha = bias + TK * TQ; /* {TQ} rescale of this tile */
+    /* slot (query tile ti, head h) at ti hb + h: Qt {d, TQ}, acc {TQ, d}, m {TQ}, l {TQ} */
+    float *slots = alpha + TQ;
+    const size_t slot_floats = 2 * d * TQ + 2 * TQ;
+#define LM_SLOT_QT(ti, h) (slots + ((ti) * hb + (h)) * slot_floats)
+#define LM_SLOT_ACC(ti, h) (LM_SLOT_QT(ti, h) + d * TQ)
+#define LM_SLOT_M(ti, h) (LM_SLOT_ACC(ti, h) + TQ * d)
+#define LM_SLOT_L(ti, h) (LM_SLOT_M(ti, h) + TQ)
+    const size_t i_end = min_size(tile_end * TQ, n); /* rows of the block: [tile_begin TQ, i_end) */
+    uint64_t tiles_total = 0, tiles_computed = 0, pairs = 0;
+
+    for (size_t ti = 0; ti < nt; ti++) {
+        const size_t i0 = (tile_begin + ti) * TQ, rows = min_size(i0 + TQ, n) - i0;
+        for (size_t h = 0; h < hb; h++)
+            prefill_start(a->q + (head_begin + h) * d, ldq, i0, rows, d, a->scale,
+                          LM_SLOT_QT(ti, h), LM_SLOT_ACC(ti, h), LM_SLOT_M(ti, h),
+                          LM_SLOT_L(ti, h));
+    }
+
+    for (size_t j0 = 0; j0 < i_end; j0 += TK) {
+        const size_t j_end = min_size(j0 + TK, i_end);
+        lm_attn_tile_class cls[LM_ATTN_PREFILL_TILES];
+        size_t steps = 0; /* P V micro-tiles this key tile runs */
+        for (size_t ti = 0; ti < nt; ti++) {
+            const size_t i0 = (tile_begin + ti) * TQ, i1 = min_size(i0 + TQ, n);
+            cls[ti] = LM_TILE_EMPTY;
+            if (j0 >= i1) /* above the diagonal: not a tile */
+                continue;
+            const size_t j1 = min_size(j0 + TK, i1);
+            tiles_total++;
+            cls[ti] = lm_attn_tile_classify(&a->mask, i0, i1, j0, j1);
+            if (cls[ti] == LM_TILE_EMPTY)
+                continue;
+            tiles_computed++;
+            pairs += (uint64_t)(i1 - i0) * (j1 - j0);
+            steps += hb * ((i1 - i0) / PV_R + (i1 - i0) % PV_R);
+        }
+        if (steps == 0)
+            continue;
+        for (size_t jj = 0; jj < j_end - j0; jj++) { /* one copy for every (tile, head) */
+            memcpy(kp + jj * d, kh + (j0 + jj) * ldk, d * sizeof(float));
+            memcpy(vp + jj * d, vh + (j0 + jj) * ldk, d * sizeof(float));
+        }
+        /* the rows of the tile after next, requested a few lines at a time between this
+         * tile's P V micro-tiles */
+        const size_t jf = j_end + TK;
+        const size_t jn = jf < i_end ? jf : j0; /* no such tile: nothing to fetch */
+        prefill_prefetch pf = {kh + jn * ldk, vh + jn * ldk, ldk, d,
+                               jf < i_end ? min_size(TK, i_end - jf) : 0, 0, 0, 0};
+        pf.quota = (pf.rows * ((d + 15) / 16) + steps - 1) / steps;
+
+        for (size_t ti = 0; ti < nt; ti++) {
+            if (cls[ti] == LM_TILE_EMPTY)
+                continue;
+            const size_t i0 = (tile_begin + ti) * TQ, i1 = min_size(i0 + TQ, n),
+                         rows = i1 - i0, cols = min_size(j0 + TK, i1) - j0;
+            if (cls[ti] == LM_TILE_PARTIAL) /* shared by the heads */
+                for (size_t jj = 0; jj < cols; jj++)
+                    for (size_t r = 0; r < TQ; r++)
+                        bias[jj * TQ + r] =
+                            r >= rows || lm_attn_mask_allows(&a->mask, i0 + r, j0 + jj)
+                                ? 0.0f
+                                : -INFINITY;
+            for (size_t h = 0; h < hb; h++) {
+                prefill_scores(kp, LM_SLOT_QT(ti, h), st, cols, d);
+                prefill_softmax(st, cls[ti] == LM_TILE_PARTIAL ? bias : NULL, cols,
+                                LM_SLOT_M(ti, h), LM_SLOT_L(ti, h), alpha);
+                prefill_pv(st, vp, cols, rows, d, LM_SLOT_ACC(ti, h), alpha, &pf);
+            }
+        }
+    }
+
+    for (size_t ti = 0; ti < nt; ti++) { /* o[i, head] = acc[i - i0] / l[i - i0] */
+        const size_t i0 = (tile_begin + ti) * TQ, rows = min_size(i0 + TQ, n) - i0;
+        for (size_t h = 0; h < hb; h++) {
+            const float *acc = LM_SLOT_ACC(ti, h), *l = LM_SLOT_L(ti, h);
+            float *oh = a->o + (head_begin + h) * d;
+            for (size_t r = 0; r < rows; r++) {
+                float *orow = oh + (i0 + r) * ldq;
+                const vf inv = V_SET1(1.0f / l[r]);
+                for (size_t c = 0; c < d; c += VW) /* d is a multiple of VW on every path */
+                    V_STORE(orow + c, V_MUL(V_LOAD(acc + r * d + c), inv));
+            }
+        }
+    }
+#undef LM_SLOT_QT
+#undef LM_SLOT_ACC
+#undef LM_SLOT_M
+#undef LM_SLOT_L
+    counts->tiles_total += tiles_total * hb;
+    counts->tiles_computed += tiles_computed * hb;
+    counts->pairs_computed += pairs * hb;
+}
