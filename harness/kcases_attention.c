@@ -222,7 +222,7 @@ static lm_status run_window(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_
  * q = rng.standard_normal((heads, head_dim)); all rounded to float32; the n tokens are
  * appended in order (quantize on append, options.format int8 | int4 | kivi4 | kivi2,
  * options.recent float32 tokens kept), then q decodes. Output o {heads, head_dim}. dtype f64
- * runs the float64 decode over the dequantized cache (lm_kvq_cache_dequantize). */
+ * runs the float64 oracle lm_kvq_decode_f64_ref (the decode's int8 query on the codes). */
 static lm_status run_kvquant(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
                              lm_error *err)
 {
@@ -256,9 +256,7 @@ static lm_status run_kvquant(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm
     float *qf = lm_kcase_to_f32(kcase, q, nq), *kf = lm_kcase_to_f32(kcase, k, nk);
     float *vf = lm_kcase_to_f32(kcase, v, nk);
     float *of = lm_kcase_alloc(kcase, nq, sizeof(float));
-    double *kd = lm_kcase_alloc(kcase, nk, sizeof(double));
-    double *vd = lm_kcase_alloc(kcase, nk, sizeof(double));
-    if (qf == NULL || kf == NULL || vf == NULL || of == NULL || kd == NULL || vd == NULL)
+    if (qf == NULL || kf == NULL || vf == NULL || of == NULL)
         return lm_fail(err, LM_ERR_NOMEM, "case %s: no memory for float32 copies", kcase->id);
     lm_kvq_cache cache;
     const size_t capacity = (n + LM_KVQ_KIVI_GROUP - 1) / LM_KVQ_KIVI_GROUP * LM_KVQ_KIVI_GROUP;
@@ -270,10 +268,7 @@ static lm_status run_kvquant(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm
     if (status == LM_OK && ops == NULL) {
         for (size_t i = 0; i < nq; i++)
             q[i] = (double)qf[i];
-        status = lm_kvq_cache_dequantize(&cache, kd, vd, err); /* {kv_heads, n, d} */
-        if (status == LM_OK)
-            status = lm_attn_decode_f64_ref(q, kd, vd, &n, out->values, 1, heads, kv_heads, d,
-                                            n, err);
+        status = lm_kvq_decode_f64_ref(&cache, q, heads, out->values, NULL, err);
     } else if (status == LM_OK) {
         status = lm_kcase_store_f32(lm_kvq_decode(&cache, qf, heads, of, ops, err), out->values,
                                     of, nq);

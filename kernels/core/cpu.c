@@ -65,6 +65,7 @@ static void detect(lm_cpu_features *f)
     f->avx512bw = (b >> 30) & 1u;
     f->avx512vl = (b >> 31) & 1u;
     f->avx512_fp16 = (d >> 23) & 1u;
+    f->avx512_vnni = (c >> 11) & 1u;
     unsigned subleaves = a;
     if (subleaves >= 1) {
         __cpuid_count(7, 1, a, b, c, d);

@@ -105,6 +105,7 @@ typedef enum lm_isa {
 typedef struct lm_cpu_features {
     bool avx2, fma, f16c;
     bool avx512f, avx512bw, avx512vl, avx512dq, avx512_bf16, avx512_fp16;
+    bool avx512_vnni; /* cpuid 7.0 ecx bit 11: VPDPBUSD/VPDPWSSD on zmm */
     bool os_saves_ymm, os_saves_zmm;
     bool neon;
     char vendor[16];

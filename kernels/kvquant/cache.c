@@ -34,7 +34,12 @@ lm_status lm_kvq_format_parse(const char *name, lm_kvq_format *format, lm_error 
 
 size_t lm_kvq_decode_workspace_floats(size_t group, size_t head_dim)
 {
-    return group * LM_ATTN_DECODE_BLOCK + group * head_dim + group;
+    /* scores {group, block}; quantized query {group, padded d} as floats and as bytes;
+     * five numbers per head (s_q, sum q8, q . lo, s_w, fix); weights as two bytes
+     * {2, group, block} */
+    const size_t padded = (head_dim + 15) / 16 * 16;
+    return group * LM_ATTN_DECODE_BLOCK + group * padded + group * padded / 4 + 5 * group +
+           group * LM_ATTN_DECODE_BLOCK / 2;
 }
 
 static bool is_kivi(lm_kvq_format f) { return f == LM_KVQ_KIVI4 || f == LM_KVQ_KIVI2; }
@@ -75,13 +80,22 @@ lm_status lm_kvq_cache_init(lm_kvq_cache *cache, lm_kvq_format format, size_t kv
     cache->capacity = capacity;
     cache->recent = recent;
     cache->group = group;
+    const size_t per = 32 / (size_t)lm_kvq_bits(format); /* codes per dword */
     cache->row_bytes = head_dim * (size_t)lm_kvq_bits(format) / 8;
+    cache->key_rows = (head_dim + per - 1) / per;
+    /* whole decode blocks of codes: the kernels read every block whole (64 tokens, a
+     * multiple of the 16-token key tile and of every value group), its padding weighted 0 */
+    _Static_assert(LM_ATTN_DECODE_BLOCK % LM_KVQ_TILE == 0, "blocks of whole key tiles");
+    const size_t tokens =
+        (capacity + LM_ATTN_DECODE_BLOCK - 1) / LM_ATTN_DECODE_BLOCK * LM_ATTN_DECODE_BLOCK;
+    cache->stride = tokens * 4 * cache->key_rows; /* keys; values need tokens / per * d <= */
     const size_t ring = recent + group;
-    const size_t k_params = is_kivi(format) ? capacity / group * 2 * head_dim : capacity * 2;
-    cache->k_codes = lm_alloc(kv_heads * capacity * cache->row_bytes);
-    cache->v_codes = lm_alloc(kv_heads * capacity * cache->row_bytes);
+    cache->pstride = (capacity + 63) / 64 * 64; /* whole decode blocks of parameters */
+    const size_t k_params = is_kivi(format) ? capacity / group * 2 * head_dim : 2 * cache->pstride;
+    cache->k_codes = lm_alloc(kv_heads * cache->stride);
+    cache->v_codes = lm_alloc(kv_heads * cache->stride);
     cache->k_params = lm_alloc(kv_heads * k_params * sizeof(float));
-    cache->v_params = lm_alloc(kv_heads * capacity * 2 * sizeof(float));
+    cache->v_params = lm_alloc(kv_heads * 2 * cache->pstride * sizeof(float));
     cache->k_recent = lm_alloc(kv_heads * ring * head_dim * sizeof(float));
     cache->v_recent = lm_alloc(kv_heads * ring * head_dim * sizeof(float));
     if (!cache->k_codes || !cache->v_codes || !cache->k_params || !cache->v_params ||
@@ -89,17 +103,38 @@ lm_status lm_kvq_cache_init(lm_kvq_cache *cache, lm_kvq_format format, size_t kv
         lm_kvq_cache_free(cache);
         return lm_fail(err, LM_ERR_NOMEM, "quantized cache of %zu tokens", capacity);
     }
+    /* codes are OR-ed in, and the padding of a partial tile must read as code 0 */
+    memset(cache->k_codes, 0, kv_heads * cache->stride);
+    memset(cache->v_codes, 0, kv_heads * cache->stride);
+    /* parameters past the last token are read (and weighted by 0): keep them finite */
+    memset(cache->k_params, 0, kv_heads * k_params * sizeof(float));
+    memset(cache->v_params, 0, kv_heads * 2 * cache->pstride * sizeof(float));
     return LM_OK;
 }
 
-static void put_code(uint8_t *row, size_t c, unsigned u, int bits)
+/* Writes code u at (dword, bit) of a head's code array (little-endian words). */
+static void put_code(uint8_t *codes, size_t dword, unsigned bit, unsigned u)
 {
-    if (bits == 8)
-        row[c] = (uint8_t)u;
-    else if (bits == 4)
-        row[c / 2] |= (uint8_t)(u << (4 * (c % 2)));
-    else
-        row[c / 4] |= (uint8_t)(u << (2 * (c % 4)));
+    codes[4 * dword + bit / 8] |= (uint8_t)(u << (bit % 8));
+}
+
+static unsigned get_code(const uint8_t *codes, size_t dword, unsigned bit, int bits)
+{
+    return (codes[4 * dword + bit / 8] >> (bit % 8)) & ((1u << bits) - 1u);
+}
+
+static void put_key(const lm_kvq_cache *c, uint8_t *codes, size_t t, size_t col, unsigned u)
+{
+    size_t dword;
+    unsigned bit = lm_kvq_key_slot(t, col, c->key_rows, lm_kvq_bits(c->format), &dword);
+    put_code(codes, dword, bit, u);
+}
+
+static void put_value(const lm_kvq_cache *c, uint8_t *codes, size_t t, size_t col, unsigned u)
+{
+    size_t dword;
+    unsigned bit = lm_kvq_value_slot(t, col, c->head_dim, lm_kvq_bits(c->format), &dword);
+    put_code(codes, dword, bit, u);
 }
 
 /* Asymmetric code of x in a group with minimum lo and step s: round_half_even((x - lo) / s)
@@ -110,10 +145,13 @@ static unsigned affine_code(double x, double lo, double s, double levels)
     return (unsigned)(u < 0.0 ? 0.0 : (u > levels ? levels : u));
 }
 
-/* Symmetric per-token codes: s = max|x| / qmax, code = round_half_even(x / s), stored as
- * u = code + 2^(b-1) with lo = -2^(b-1) s. */
-static void quantize_symmetric(const float *x, size_t d, int bits, uint8_t *row, float *params)
+/* Symmetric per-token codes of token t: s = max|x| / qmax, code = round_half_even(x / s),
+ * stored as u = code + 2^(b-1) with lo = -2^(b-1) s. */
+static void quantize_symmetric(const lm_kvq_cache *cache, const float *x, size_t t, int key,
+                               uint8_t *codes, float *params /* {2, pstride} */)
 {
+    const size_t d = cache->head_dim;
+    const int bits = lm_kvq_bits(cache->format);
     const double qmax = (double)((1u << (bits - 1)) - 1u), offset = (double)(1u << (bits - 1));
     double amax = 0.0;
     for (size_t c = 0; c < d; c++)
@@ -122,26 +160,29 @@ static void quantize_symmetric(const float *x, size_t d, int bits, uint8_t *row,
     for (size_t c = 0; c < d; c++) {
         double code = s > 0.0 ? nearbyint((double)x[c] / s) : 0.0;
         code = code < -qmax ? -qmax : (code > qmax ? qmax : code);
-        put_code(row, c, (unsigned)(code + offset), bits);
+        if (key)
+            put_key(cache, codes, t, c, (unsigned)(code + offset));
+        else
+            put_value(cache, codes, t, c, (unsigned)(code + offset));
     }
-    params[0] = (float)s;
-    params[1] = -(float)offset * params[0]; /* exact: a power of two times s */
+    params[t] = (float)s;
+    params[cache->pstride + t] = -(float)offset * params[t]; /* exact: a power of two times s */
 }
 
 /* Moves the oldest `group` ring tokens of every head into codes. */
 static void quantize_oldest_group(lm_kvq_cache *c)
 {
-    const size_t d = c->head_dim, ring = c->recent + c->group, rb = c->row_bytes;
+    const size_t d = c->head_dim, ring = c->recent + c->group;
     const int bits = lm_kvq_bits(c->format);
     for (size_t g = 0; g < c->kv_heads; g++) {
         const float *kr = c->k_recent + g * ring * d, *vr = c->v_recent + g * ring * d;
-        uint8_t *kc = c->k_codes + g * c->capacity * rb, *vc = c->v_codes + g * c->capacity * rb;
-        float *vp = c->v_params + g * c->capacity * 2;
+        uint8_t *kc = c->k_codes + g * c->stride, *vc = c->v_codes + g * c->stride;
+        float *vp = c->v_params + g * 2 * c->pstride; /* {2, pstride} */
         if (!is_kivi(c->format)) {
             const size_t t = c->quantized, slot = t % ring;
-            float *kp = c->k_params + g * c->capacity * 2;
-            quantize_symmetric(kr + slot * d, d, bits, kc + t * rb, kp + 2 * t);
-            quantize_symmetric(vr + slot * d, d, bits, vc + t * rb, vp + 2 * t);
+            float *kp = c->k_params + g * 2 * c->pstride;
+            quantize_symmetric(c, kr + slot * d, t, 1, kc, kp);
+            quantize_symmetric(c, vr + slot * d, t, 0, vc, vp);
             continue;
         }
         /* KIVI keys: per channel over the group's tokens (ring slots may wrap) */
@@ -158,8 +199,8 @@ static void quantize_oldest_group(lm_kvq_cache *c)
             const double step = (hi - lo) / levels;
             for (size_t i = 0; i < c->group; i++) {
                 const size_t t = c->quantized + i;
-                put_code(kc + t * rb, col,
-                         affine_code((double)kr[(t % ring) * d + col], lo, step, levels), bits);
+                put_key(c, kc, t, col, affine_code((double)kr[(t % ring) * d + col], lo, step,
+                                                   levels));
             }
             kp[col] = (float)step;
             kp[d + col] = (float)lo;
@@ -175,9 +216,9 @@ static void quantize_oldest_group(lm_kvq_cache *c)
             }
             const double step = (hi - lo) / levels;
             for (size_t col = 0; col < d; col++)
-                put_code(vc + t * rb, col, affine_code((double)x[col], lo, step, levels), bits);
-            vp[2 * t] = (float)step;
-            vp[2 * t + 1] = (float)lo;
+                put_value(c, vc, t, col, affine_code((double)x[col], lo, step, levels));
+            vp[t] = (float)step;
+            vp[c->pstride + t] = (float)lo;
         }
     }
 }
@@ -207,13 +248,14 @@ lm_status lm_kvq_cache_append(lm_kvq_cache *cache, const float *k, const float *
     return LM_OK;
 }
 
-static unsigned get_code(const uint8_t *row, size_t c, int bits)
+unsigned lm_kvq_cache_code(const lm_kvq_cache *cache, int which, size_t g, size_t t, size_t c)
 {
-    if (bits == 8)
-        return row[c];
-    if (bits == 4)
-        return (row[c / 2] >> (4 * (c % 2))) & 15u;
-    return (row[c / 4] >> (2 * (c % 4))) & 3u;
+    const int bits = lm_kvq_bits(cache->format);
+    size_t dword;
+    unsigned bit = which == 0 ? lm_kvq_key_slot(t, c, cache->key_rows, bits, &dword)
+                              : lm_kvq_value_slot(t, c, cache->head_dim, bits, &dword);
+    return get_code((which == 0 ? cache->k_codes : cache->v_codes) + g * cache->stride, dword,
+                    bit, bits);
 }
 
 lm_status lm_kvq_cache_dequantize(const lm_kvq_cache *cache, double *k, double *v,
@@ -221,14 +263,14 @@ lm_status lm_kvq_cache_dequantize(const lm_kvq_cache *cache, double *k, double *
 {
     if (cache == NULL || cache->k_codes == NULL || k == NULL || v == NULL)
         return lm_fail(err, LM_ERR_ARG, "cache, k and v must not be NULL");
-    const size_t d = cache->head_dim, n = cache->length, rb = cache->row_bytes;
+    const size_t d = cache->head_dim, n = cache->length;
     const size_t ring = cache->recent + cache->group;
-    const int bits = lm_kvq_bits(cache->format);
     for (size_t g = 0; g < cache->kv_heads; g++) {
         const float *kp = cache->k_params + g * (is_kivi(cache->format)
                                                      ? cache->capacity / cache->group * 2 * d
-                                                     : cache->capacity * 2);
-        const float *vp = cache->v_params + g * cache->capacity * 2;
+                                                     : 2 * cache->pstride);
+        const float *vp = cache->v_params + g * 2 * cache->pstride;
+        const size_t ps = cache->pstride;
         for (size_t t = 0; t < n; t++) {
             double *ko = k + (g * n + t) * d, *vo = v + (g * n + t) * d;
             if (t >= cache->quantized) {
@@ -238,19 +280,18 @@ lm_status lm_kvq_cache_dequantize(const lm_kvq_cache *cache, double *k, double *
                 }
                 continue;
             }
-            const uint8_t *kr = cache->k_codes + (g * cache->capacity + t) * rb;
-            const uint8_t *vr = cache->v_codes + (g * cache->capacity + t) * rb;
             for (size_t c = 0; c < d; c++) {
                 double ks, klo;
                 if (is_kivi(cache->format)) {
                     ks = (double)kp[t / cache->group * 2 * d + c];
                     klo = (double)kp[t / cache->group * 2 * d + d + c];
                 } else {
-                    ks = (double)kp[2 * t];
-                    klo = (double)kp[2 * t + 1];
+                    ks = (double)kp[t];
+                    klo = (double)kp[ps + t];
                 }
-                ko[c] = (double)get_code(kr, c, bits) * ks + klo;
-                vo[c] = (double)get_code(vr, c, bits) * (double)vp[2 * t] + (double)vp[2 * t + 1];
+                ko[c] = (double)lm_kvq_cache_code(cache, 0, g, t, c) * ks + klo;
+                vo[c] = (double)lm_kvq_cache_code(cache, 1, g, t, c) * (double)vp[t] +
+                        (double)vp[ps + t];
             }
         }
     }
@@ -271,23 +312,32 @@ typedef struct kvq_task {
     bool ring;
 } kvq_task;
 
-lm_status lm_kvq_decode(const lm_kvq_cache *cache, const float *q, size_t heads, float *o,
-                        const lm_ops *ops, lm_error *err)
+lm_status lm_kvq_decode_check(const lm_kvq_cache *cache, bool have_q_and_o, size_t heads,
+                              lm_error *err)
 {
-    if (cache == NULL || cache->k_codes == NULL || q == NULL || o == NULL)
+    if (cache == NULL || cache->k_codes == NULL || !have_q_and_o)
         return lm_fail(err, LM_ERR_ARG, "cache, q and o must not be NULL");
     if (cache->length == 0)
         return lm_fail(err, LM_ERR_SHAPE, "the cache is empty (n = 0): append a token first");
     if (heads == 0 || heads % cache->kv_heads != 0)
         return lm_fail(err, LM_ERR_SHAPE, "heads (%zu) must be a positive multiple of kv_heads "
                        "(%zu)", heads, cache->kv_heads);
+    return LM_OK;
+}
+
+lm_status lm_kvq_decode(const lm_kvq_cache *cache, const float *q, size_t heads, float *o,
+                        const lm_ops *ops, lm_error *err)
+{
+    lm_status status = lm_kvq_decode_check(cache, q != NULL && o != NULL, heads, err);
+    if (status != LM_OK)
+        return status;
     const size_t d = cache->head_dim, group = heads / cache->kv_heads;
     for (size_t i = 0; i < heads * d; i++)
         if (!isfinite(q[i]))
             return lm_fail(err, LM_ERR_NONFINITE, "q must contain only finite values");
     const lm_ops *run = d % 16 != 0 ? lm_ops_for(LM_ISA_SCALAR)
                                     : (ops != NULL ? ops : lm_ops_active());
-    const size_t ring = cache->recent + cache->group, rb = cache->row_bytes;
+    const size_t ring = cache->recent + cache->group;
 
     /* tasks: chunks of the codes, then the live ring slots (at most two runs) */
     const size_t threads = (size_t)omp_get_max_threads();
@@ -348,13 +398,21 @@ lm_status lm_kvq_decode(const lm_kvq_cache *cache, const float *q, size_t heads,
                                      t->j1 - t->j0, d, group, scale, m, l, acc, ws);
                 continue;
             }
-            const size_t kp_stride = cache->group > 1 ? cache->capacity / cache->group * 2 * d
-                                                      : cache->capacity * 2;
-            lm_kvq_view view = {cache->format, d, rb,
-                                cache->k_codes + t->g * cache->capacity * rb,
-                                cache->v_codes + t->g * cache->capacity * rb,
-                                cache->k_params + t->g * kp_stride,
-                                cache->v_params + t->g * cache->capacity * 2};
+            const size_t ps = cache->pstride;
+            const float *kp = cache->k_params + t->g * (cache->group > 1
+                                                            ? cache->capacity / cache->group * 2 * d
+                                                            : 2 * ps);
+            const float *vp = cache->v_params + t->g * 2 * ps;
+            const lm_kvq_view view = {.format = cache->format,
+                                      .head_dim = d,
+                                      .key_rows = cache->key_rows,
+                                      .k_codes = cache->k_codes + t->g * cache->stride,
+                                      .v_codes = cache->v_codes + t->g * cache->stride,
+                                      .k_params = kp,
+                                      .k_scale = kp,
+                                      .k_lo = kp + ps,
+                                      .v_scale = vp,
+                                      .v_lo = vp + ps};
             run->kvq_decode(&view, t->j0, t->j1, qg, group, scale, m, l, acc, ws);
         }
         lm_free(ws);

@@ -60,9 +60,27 @@ lm_status lm_kvquant_kivi_cache_error(int bits, size_t n, size_t d, uint64_t see
  *                asymmetric (lm_kvquant_kivi_f64_ref): s = (max - min) / (2^b - 1), lo = min.
  * The newest tokens stay float32 in a ring of `recent + group` rows; a group is quantized
  * when it leaves the recent window (group = 1 token for INT8/INT4, LM_KVQ_KIVI_GROUP for
- * KIVI). Decode reads the codes directly: the key scale folds into the query (per channel)
- * or the score (per token), the value scale into the softmax weight, and lo into one sum per
- * block; no dequantized copy of the cache is ever made. */
+ * KIVI).
+ *
+ * Code layout (little-endian 32-bit words, "dwords"; E = 32 / bits codes per dword, element
+ * m of a dword at bit 8 (m mod 4) + bits (m div 4), so the low `bits` of byte i hold elements
+ * i, i + 4, ... in turn):
+ *   keys    tiles of LM_KVQ_TILE = 16 tokens; a tile is {rows = ceil(d / E), 16} dwords, dword
+ *           (r, t) holding dims r E .. r E + E - 1 of token t (dims >= d are code 0). One
+ *           64-byte row of a tile is 16 tokens x E dims: an integer dot product instruction
+ *           (VPDPBUSD) scores 16 tokens at once against 4 query bytes.
+ *   values  groups of E tokens; a group is {d} dwords, dword c holding dim c of the E
+ *           tokens: 16 dims x E tokens per 64 bytes, so the weighted sum over tokens keeps
+ *           dims in lanes.
+ * Decode (all paths, one semantics): the query of each head is quantized to int8 before it
+ * meets the key codes (symmetric, one scale per head: s_q = float32(max|q| / 127),
+ * q8 = round_half_even(q / s_q)); for KIVI the per-channel key scales fold into the query
+ * first (q * s^k, float32, once per key group) and it is quantized per group. Scores:
+ *   INT8/INT4: s_j = s^k_j s_q (q8 . (u_j - 2^(b-1)))     (integers, exact)
+ *   KIVI:      s_j = s_q,grp (q8 . u_j) + q . lo^k_grp
+ * (lm_kvq_decode_f64_ref is this in float64). The values stay exact: weights p_j s^v_j in
+ * float32 times codes widened in registers, plus (sum_j p_j lo^v_j) on every channel. The
+ * float32 recent rows use the float query. No dequantized copy of the cache is made. */
 typedef enum lm_kvq_format {
     LM_KVQ_INT8 = 0,
     LM_KVQ_INT4,
@@ -72,27 +90,46 @@ typedef enum lm_kvq_format {
 } lm_kvq_format;
 
 #define LM_KVQ_KIVI_GROUP 32
+#define LM_KVQ_TILE 16
 
 /* Bits per code of a format (8, 4, 4, 2). */
 int lm_kvq_bits(lm_kvq_format format);
 /* "int8" | "int4" | "kivi4" | "kivi2"; LM_ERR_ARG otherwise. */
 lm_status lm_kvq_format_parse(const char *name, lm_kvq_format *format, lm_error *err);
 
+/* Where the code of key (token t, dim c) / value (token t, dim c) of one KV head sits:
+ * *dword = index of its 32-bit word in the head's code array, return = its bit offset.
+ * key_rows = ceil(d / (32 / bits)). */
+static inline unsigned lm_kvq_key_slot(size_t t, size_t c, size_t key_rows, int bits,
+                                       size_t *dword)
+{
+    const size_t per = 32u / (unsigned)bits, m = c % per;
+    *dword = t / LM_KVQ_TILE * LM_KVQ_TILE * key_rows + c / per * LM_KVQ_TILE + t % LM_KVQ_TILE;
+    return (unsigned)(8u * (m % 4u) + (unsigned)bits * (m / 4u));
+}
+static inline unsigned lm_kvq_value_slot(size_t t, size_t c, size_t d, int bits, size_t *dword)
+{
+    const size_t per = 32u / (unsigned)bits, m = t % per;
+    *dword = t / per * d + c;
+    return (unsigned)(8u * (m % 4u) + (unsigned)bits * (m / 4u));
+}
+
 /* What a decode kernel reads of one KV head's quantized tokens [0, count). */
 typedef struct lm_kvq_view {
     lm_kvq_format format;
-    size_t head_dim, row_bytes; /* row_bytes = head_dim * bits / 8 */
-    const uint8_t *k_codes;     /* {count, row_bytes} */
-    const uint8_t *v_codes;     /* {count, row_bytes} */
-    const float *k_params;      /* INT: {count, 2} (s, lo); KIVI: {count / group, 2, head_dim} */
-    const float *v_params;      /* {count, 2} (s, lo) */
+    size_t head_dim, key_rows;  /* key_rows = ceil(head_dim / (32 / bits)) */
+    const uint8_t *k_codes;     /* key tiles {ceil(count / 16), key_rows, 16} dwords */
+    const uint8_t *v_codes;     /* value groups {ceil(count / E), head_dim} dwords */
+    const float *k_params;      /* KIVI: {count / group, 2, head_dim} (s then lo per channel) */
+    const float *k_scale, *k_lo; /* INT: {count} each, readable (as 0) up to a multiple of 64 */
+    const float *v_scale, *v_lo; /* {count} each, likewise */
 } lm_kvq_view;
 
 /* Floats of workspace a quantized decode kernel needs for `group` query heads. */
 size_t lm_kvq_decode_workspace_floats(size_t group, size_t head_dim);
 
 /* Decode partial over quantized tokens [j0, j1) of one KV head (j0 a multiple of
- * LM_KVQ_KIVI_GROUP for KIVI): like lm_attn_decode_f32_* (m, l, acc of `group` query heads
+ * LM_ATTN_DECODE_BLOCK): like lm_attn_decode_f32_* (m, l, acc of `group` query heads
  * q {group, d}), reading codes. head_dim a multiple of 16 on the SIMD paths. */
 #define LM_KVQ_DECODE_DECLARE(isa)                                                             \
     void lm_kvq_decode_##isa(const lm_kvq_view *view, size_t j0, size_t j1, const float *q,    \
@@ -100,17 +137,24 @@ size_t lm_kvq_decode_workspace_floats(size_t group, size_t head_dim);
                              float *workspace)
 LM_KVQ_DECODE_DECLARE(scalar);
 LM_KVQ_DECODE_DECLARE(avx2);
+/* avx512: the VNNI kernel when the CPU has AVX512-VNNI (runtime check), else avx512f32. */
 LM_KVQ_DECODE_DECLARE(avx512);
+LM_KVQ_DECODE_DECLARE(avx512f32);
+LM_KVQ_DECODE_DECLARE(avx512vnni);
 LM_KVQ_DECODE_DECLARE(neon);
 
 typedef struct lm_kvq_cache {
     lm_kvq_format format;
     size_t kv_heads, head_dim, capacity, recent, group, row_bytes;
+    size_t key_rows;  /* dwords per token of a key tile: ceil(head_dim / (32 / bits)) */
+    size_t stride;    /* code bytes per KV head: capacity rounded up to 16 tokens */
+    size_t pstride;   /* per-token parameters per KV head and row: capacity rounded to 64 */
     size_t length;    /* tokens appended */
     size_t quantized; /* tokens [0, quantized) are codes; [quantized, length) are float32 */
-    uint8_t *k_codes, *v_codes; /* {kv_heads, capacity, row_bytes} */
-    float *k_params;            /* {kv_heads, capacity * 2} (KIVI: capacity / group * 2 * d) */
-    float *v_params;            /* {kv_heads, capacity, 2} */
+    uint8_t *k_codes, *v_codes; /* {kv_heads, stride} bytes, laid out as lm_kvq_view says */
+    float *k_params;            /* INT: {kv_heads, 2, pstride} (s row, lo row);
+                                   KIVI: {kv_heads, capacity / group, 2, d} */
+    float *v_params;            /* {kv_heads, 2, pstride}: s row, lo row */
     float *k_recent, *v_recent; /* {kv_heads, recent + group, head_dim}: ring, slot t mod size */
 } lm_kvq_cache;
 
@@ -130,8 +174,16 @@ lm_status lm_kvq_cache_append(lm_kvq_cache *cache, const float *k, const float *
  * (token order) — for tests and the error report, never on the decode path. */
 lm_status lm_kvq_cache_dequantize(const lm_kvq_cache *cache, double *k, double *v,
                                   lm_error *err);
+/* The code u of key (which = 0) or value (which = 1) of token t < quantized, dim c, KV head g. */
+unsigned lm_kvq_cache_code(const lm_kvq_cache *cache, int which, size_t g, size_t t, size_t c);
 /* Bytes the cache holds per token once quantized (codes + parameters), and in total. */
 double lm_kvq_bytes_per_token(const lm_kvq_cache *cache);
+
+/* The argument rules shared by lm_kvq_decode and lm_kvq_decode_f64_ref: LM_ERR_ARG (no
+ * cache, no codes, q or o missing), LM_ERR_SHAPE (empty cache, heads not a positive
+ * multiple of kv_heads). */
+lm_status lm_kvq_decode_check(const lm_kvq_cache *cache, bool have_q_and_o, size_t heads,
+                              lm_error *err);
 
 /* Decode one query per query head: q {heads, d} over every token of the cache; o {heads, d}.
  * Splits (KV head, quantized chunk) over OpenMP threads plus the recent float32 rows, merged
@@ -139,5 +191,17 @@ double lm_kvq_bytes_per_token(const lm_kvq_cache *cache);
  * LM_ERR_NONFINITE (q), LM_ERR_NOMEM. ops NULL: the active path. */
 lm_status lm_kvq_decode(const lm_kvq_cache *cache, const float *q, size_t heads, float *o,
                         const lm_ops *ops, lm_error *err);
+
+/* Float64 oracle of lm_kvq_decode, with the decode's query quantization (see above):
+ * quantized tokens scored from the codes as the fast path does, float32 recent rows with
+ * the float query, softmax and values in float64 with exact weights. q {heads, d},
+ * o {heads, d}. weight_bound {heads, d} (NULL: not wanted) receives how far the VNNI
+ * kernel's 16-bit weights (LM_KVQ_WEIGHT_LEVELS per 64-token block) may move each output:
+ * sum over blocks b of max_{j in b}(P_j s^v_j) / (2 levels) * sum_{j in b} |x_jc|, x the
+ * integer the value code stands for (u - 2^(b-1) symmetric, u KIVI). Errors as
+ * lm_kvq_decode. */
+#define LM_KVQ_WEIGHT_LEVELS 65535.0
+lm_status lm_kvq_decode_f64_ref(const lm_kvq_cache *cache, const double *q, size_t heads,
+                                double *o, double *weight_bound, lm_error *err);
 
 #endif

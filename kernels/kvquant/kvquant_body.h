@@ -1,20 +1,37 @@
 /* Quantized-cache decode written once over the SIMD mapping layer of
  * kernels/attention/simd_<isa>.h (included first by the ISA file). Defines
- * lm_kvq_decode_<isa>.
+ * lm_kvq_decode_<LM_ISA_SUFFIX>. The ISA file also defines the 32-bit word layer:
+ *   kq_vi                      VW 32-bit words
+ *   KQ_LOADW(p)                VW little-endian words from the bytes at p
+ *   KQ_FIELD(x, shift, mask)   float((x >> shift) & mask) in every lane
+ *   KQ_ROUND(x)                round half to even in every lane (float result)
+ * and, for the VNNI kernel, KQ_VNNI 1, KQ_STORE_Q8(p, x) (VW integral floats -> int8) and
+ * kq_tile_dots_vnni (integer dot products).
  *
- * A stored value is u s + lo (kvquant.h). Per block of LM_ATTN_DECODE_BLOCK tokens:
- *   scores   per-token keys:   s_j = scale (s_j^k (q . u_j) + lo_j^k sum_c q_c)
- *            per-channel keys: s_j = scale ((q * s^k_grp) . u_j + q . lo^k_grp)
+ * Layout and semantics: kvquant.h ("Code layout", "Decode"). Per block of
+ * LM_ATTN_DECODE_BLOCK tokens:
+ *   scores   the int8 query against 16-token key tiles (16 scores per pass, no horizontal
+ *            sums), then s_j = s^k_j s_q (dot - 2^(b-1) sum q8) or s_q,grp dot + q . lo^k_grp
  *   softmax  online, as the float cache's decode
- *   values   acc += sum_j (p_j s^v_j) u_j + (sum_j p_j lo^v_j) 1
- * Codes are widened to float in registers (V_LOAD_U8/U4/U2); nothing is dequantized to
- * memory. Each code row is read once for all query heads of the group. */
+ *   values   acc += sum_j (p_j s^v_j) u_j + (sum_j p_j lo^v_j) 1, codes widened to float in
+ *            registers from value groups (dims in lanes)
+ * Nothing is dequantized to memory; each code is read once for all query heads of the group. */
 #ifndef LM_ISA_SUFFIX
 #error "include kernels/attention/simd_<isa>.h before kvquant_body.h"
+#endif
+#ifndef KQ_LOADW
+#error "define the word layer (kq_vi, KQ_LOADW, KQ_FIELD) before kvquant_body.h"
+#endif
+#ifndef KQ_VNNI
+#define KQ_VNNI 0
+#endif
+#ifndef KQ_ROUND
+#error "define KQ_ROUND (round half to even in every lane) before kvquant_body.h"
 #endif
 
 #include <float.h>
 #include <math.h>
+#include <string.h>
 
 #define KQ_CAT_(a, b) a##_##b
 #define KQ_CAT(a, b) KQ_CAT_(a, b)
@@ -23,84 +40,147 @@
 #define LM_UNROLL _Pragma("GCC unroll 16")
 #endif
 
-enum { KQ_BLOCK = LM_ATTN_DECODE_BLOCK, KQ_GROUP = LM_KVQ_KIVI_GROUP };
-_Static_assert(LM_ATTN_DECODE_BLOCK % LM_KVQ_KIVI_GROUP == 0, "blocks hold whole KIVI groups");
+enum { KQ_BLOCK = LM_ATTN_DECODE_BLOCK, KQ_GROUP = LM_KVQ_KIVI_GROUP, KQ_TILE = LM_KVQ_TILE };
+_Static_assert(KQ_BLOCK % KQ_GROUP == 0 && KQ_GROUP % KQ_TILE == 0,
+               "blocks hold whole KIVI groups, groups whole key tiles");
+_Static_assert(KQ_TILE % VW == 0, "a key tile is whole vectors of tokens");
+_Static_assert(64 % KQ_BLOCK == 0, "per-token parameters are padded to 64 tokens (cache.c)");
 
-KQ_INLINE vf kq_load_codes(const uint8_t *row, size_t c, int bits)
+/* bit offset of element m of a 32-bit word of `bits`-bit codes (kvquant.h) */
+KQ_INLINE unsigned kq_bit(int bits, int m) { return 8u * (unsigned)(m % 4) + (unsigned)(bits * (m / 4)); }
+
+/* The decode's query quantization (kvquant.h): s_q = float32(max|x| / 127),
+ * r = float32(127 / max|x|) (0 for x = 0), q8 = round_half_even(float32(x r)), 0 beyond d;
+ * |x r| <= 127 (1 + 2^-24) rounds to at most 127, so no clipping is needed. x may alias qf.
+ * qf {padded} gets q8 as floats, qb {padded} as bytes (VNNI kernel only); returns s_q,
+ * *sum8 = sum q8 (exact: integers). */
+KQ_INLINE float kq_quantize_query(const float *x, size_t d, size_t padded, float *qf,
+                                  int8_t *qb, float *sum8)
 {
-    if (bits == 8)
-        return V_LOAD_U8(row, c);
-    if (bits == 4)
-        return V_LOAD_U4(row, c);
-    return V_LOAD_U2(row, c);
+    vf mx = V_ZERO();
+    for (size_t c = 0; c < d; c += VW) {
+        vf v = V_LOAD(x + c);
+        mx = V_MAX(mx, V_MAX(v, V_SUB(V_ZERO(), v))); /* |x| */
+    }
+    const float amax = V_HMAX(mx);
+    const float sq = (float)((double)amax / 127.0);
+    const vf r = V_SET1(amax > 0.0f ? (float)(127.0 / (double)amax) : 0.0f);
+    vf sum = V_ZERO();
+    for (size_t c = 0; c < d; c += VW) {
+        vf code = KQ_ROUND(V_MUL(V_LOAD(x + c), r));
+        V_STORE(qf + c, code);
+        sum = V_ADD(sum, code);
+#if KQ_VNNI
+        KQ_STORE_Q8(qb + c, code);
+#endif
+    }
+    for (size_t c = d; c < padded; c++) {
+        qf[c] = 0.0f;
+        qb[c] = 0;
+    }
+    *sum8 = V_HSUM(sum);
+    (void)qb;
+    return sq;
 }
 
-/* dots[g, jj] = qsrc[g] . u_{j0 + jj} for query heads [g0, g0 + gn) */
-KQ_INLINE void kq_dots(const uint8_t *codes, size_t row_bytes, size_t j0, size_t cnt,
-                       const float *qsrc, size_t d, size_t g0, int gn, float *s, size_t s_off,
-                       int bits)
+#if !KQ_VNNI
+/* s[g, s_off + t] = q8_g . u_t for the 16 tokens of one key tile, heads [g0, g0 + gn):
+ * float arithmetic on integers (exact while the dot stays below 2^24: d <= 512). */
+KQ_INLINE void kq_tile_dots(const uint8_t *tile, size_t rows, int bits, const float *qf,
+                            const int8_t *qb, size_t padded, size_t g0, int gn, float *s,
+                            size_t s_off)
 {
-    for (size_t jj = 0; jj < cnt; jj++) {
-        const uint8_t *row = codes + (j0 + jj) * row_bytes;
-        vf acc[DEC_GB];
+    (void)qb;
+    const int per = 32 / bits;
+    const unsigned mask = (1u << bits) - 1u;
+    vf acc[DEC_GB][KQ_TILE / VW];
+    LM_UNROLL
+    for (int b = 0; b < gn; b++)
         LM_UNROLL
-        for (int b = 0; b < gn; b++)
-            acc[b] = V_ZERO();
-        for (size_t c = 0; c < d; c += VW) {
-            vf u = kq_load_codes(row, c, bits); /* the code row, read once per pass */
+        for (int u = 0; u < KQ_TILE / VW; u++)
+            acc[b][u] = V_ZERO();
+    for (size_t r = 0; r < rows; r++) {
+        const uint8_t *row = tile + r * KQ_TILE * 4; /* 16 tokens x `per` dims */
+        LM_UNROLL
+        for (int u = 0; u < KQ_TILE / VW; u++) {
+            kq_vi x = KQ_LOADW(row + (size_t)u * VW * 4);
             LM_UNROLL
-            for (int b = 0; b < gn; b++)
-                acc[b] = V_FMA(V_LOAD(qsrc + (g0 + (size_t)b) * d + c), u, acc[b]);
+            for (int m = 0; m < per; m++) {
+                vf f = KQ_FIELD(x, kq_bit(bits, m), mask); /* dim r per + m of VW tokens */
+                LM_UNROLL
+                for (int b = 0; b < gn; b++)
+                    acc[b][u] = V_FMA(V_SET1(qf[(g0 + (size_t)b) * padded + r * (size_t)per +
+                                                (size_t)m]),
+                                      f, acc[b][u]);
+            }
         }
-#ifdef V_HSUM4
-        if (gn == 4) {
-            float sums[4];
-            V_HSUM4(acc[0], acc[1], acc[2], acc[3], sums);
-            for (int b = 0; b < 4; b++)
-                s[(g0 + (size_t)b) * KQ_BLOCK + s_off + jj] = sums[b];
-            continue;
-        }
-#endif
+    }
+    LM_UNROLL
+    for (int b = 0; b < gn; b++)
         LM_UNROLL
-        for (int b = 0; b < gn; b++)
-            s[(g0 + (size_t)b) * KQ_BLOCK + s_off + jj] = V_HSUM(acc[b]);
+        for (int u = 0; u < KQ_TILE / VW; u++)
+            V_STORE(s + (g0 + (size_t)b) * KQ_BLOCK + s_off + (size_t)u * VW, acc[b][u]);
+}
+#else
+#define kq_tile_dots kq_tile_dots_vnni
+#endif
+
+/* dots of every query head against tiles [t0, t0 + 16 tiles) of a block, into s at s_off */
+KQ_INLINE void kq_dots_all(const lm_kvq_view *view, size_t t0, size_t tn, const float *qf,
+                           const int8_t *qb, size_t padded, size_t group, float *s,
+                           size_t s_off, int bits)
+{
+    const size_t rows = view->key_rows;
+    size_t t = 0;
+#if KQ_VNNI /* 4 or 2 tiles per pass: one query broadcast serves them all */
+    for (; t + 4 * KQ_TILE <= tn; t += 4 * KQ_TILE)
+        kq_tiles_dots_vnni(view->k_codes + (t0 + t) * rows * 4, rows, bits, qb, padded, group,
+                           s, s_off + t, 4);
+    for (; t + 2 * KQ_TILE <= tn; t += 2 * KQ_TILE)
+        kq_tiles_dots_vnni(view->k_codes + (t0 + t) * rows * 4, rows, bits, qb, padded, group,
+                           s, s_off + t, 2);
+#endif
+    for (; t < tn; t += KQ_TILE) {
+        const uint8_t *tile = view->k_codes + (t0 + t) * rows * 4; /* (t0 + t) / 16 tiles */
+        size_t g0 = 0;
+        for (; g0 + DEC_GB <= group; g0 += DEC_GB)
+            kq_tile_dots(tile, rows, bits, qf, qb, padded, g0, DEC_GB, s, s_off + t);
+        for (; g0 < group; g0++)
+            kq_tile_dots(tile, rows, bits, qf, qb, padded, g0, 1, s, s_off + t);
     }
 }
 
-KQ_INLINE void kq_dots_all(const uint8_t *codes, size_t row_bytes, size_t j0, size_t cnt,
-                           const float *qsrc, size_t d, size_t group, float *s, size_t s_off,
-                           int bits)
+/* acc[g, c0 ..) += sum_jj w[g, jj] u_{b0 + jj}[c0 ..) over cv vectors, from value groups */
+KQ_INLINE void kq_pv(const uint8_t *codes, size_t d, size_t b0, size_t cnt, const float *w,
+                     size_t g0, int gn, size_t c0, int cv, float *accs, int bits)
 {
-    size_t g0 = 0;
-    for (; g0 + DEC_GB <= group; g0 += DEC_GB)
-        kq_dots(codes, row_bytes, j0, cnt, qsrc, d, g0, DEC_GB, s, s_off, bits);
-    for (; g0 < group; g0++)
-        kq_dots(codes, row_bytes, j0, cnt, qsrc, d, g0, 1, s, s_off, bits);
-}
-
-/* acc[g, c0 ..) += sum_jj w[g, jj] u_{j0 + jj}[c0 ..) over cv vectors */
-KQ_INLINE void kq_pv(const uint8_t *codes, size_t row_bytes, size_t j0, size_t cnt,
-                     const float *w, size_t d, size_t g0, int gn, size_t c0, int cv,
-                     float *accs, int bits)
-{
+    const int per = 32 / bits;
+    const unsigned mask = (1u << bits) - 1u;
     vf acc[DEC_GB][DEC_CV];
     LM_UNROLL
     for (int b = 0; b < gn; b++)
         LM_UNROLL
         for (int e = 0; e < cv; e++)
             acc[b][e] = V_LOAD(accs + (g0 + (size_t)b) * d + c0 + (size_t)e * VW);
-    for (size_t jj = 0; jj < cnt; jj++) {
-        const uint8_t *row = codes + (j0 + jj) * row_bytes;
-        vf u[DEC_CV];
+    for (size_t t = b0; t < b0 + cnt; t += (size_t)per) { /* b0 is a multiple of per */
+        const uint8_t *grp = codes + t / (size_t)per * d * 4;
+        kq_vi x[DEC_CV];
         LM_UNROLL
         for (int e = 0; e < cv; e++)
-            u[e] = kq_load_codes(row, c0 + (size_t)e * VW, bits);
+            x[e] = KQ_LOADW(grp + (c0 + (size_t)e * VW) * 4);
         LM_UNROLL
-        for (int b = 0; b < gn; b++) {
-            vf wv = V_BCAST(w + (g0 + (size_t)b) * KQ_BLOCK + jj);
+        for (int m = 0; m < per; m++) { /* token t + m; weights past cnt are 0 */
+            vf f[DEC_CV];
             LM_UNROLL
             for (int e = 0; e < cv; e++)
-                acc[b][e] = V_FMA(wv, u[e], acc[b][e]);
+                f[e] = KQ_FIELD(x[e], kq_bit(bits, m), mask);
+            LM_UNROLL
+            for (int b = 0; b < gn; b++) {
+                vf wv = V_BCAST(w + (g0 + (size_t)b) * KQ_BLOCK + (t - b0) + (size_t)m);
+                LM_UNROLL
+                for (int e = 0; e < cv; e++)
+                    acc[b][e] = V_FMA(wv, f[e], acc[b][e]);
+            }
         }
     }
     LM_UNROLL
@@ -110,70 +190,122 @@ KQ_INLINE void kq_pv(const uint8_t *codes, size_t row_bytes, size_t j0, size_t c
             V_STORE(accs + (g0 + (size_t)b) * d + c0 + (size_t)e * VW, acc[b][e]);
 }
 
-KQ_INLINE void kq_pv_all(const uint8_t *codes, size_t row_bytes, size_t j0, size_t cnt,
-                         const float *w, size_t d, size_t group, float *accs, int bits)
+KQ_INLINE void kq_pv_all(const uint8_t *codes, size_t d, size_t b0, size_t cnt,
+                         const float *w, size_t group, float *accs, int bits)
 {
     size_t g0 = 0;
     for (; g0 + DEC_GB <= group; g0 += DEC_GB) {
         size_t c0 = 0;
         for (; c0 + DEC_CV * VW <= d; c0 += DEC_CV * VW)
-            kq_pv(codes, row_bytes, j0, cnt, w, d, g0, DEC_GB, c0, DEC_CV, accs, bits);
+            kq_pv(codes, d, b0, cnt, w, g0, DEC_GB, c0, DEC_CV, accs, bits);
         for (; c0 < d; c0 += VW)
-            kq_pv(codes, row_bytes, j0, cnt, w, d, g0, DEC_GB, c0, 1, accs, bits);
+            kq_pv(codes, d, b0, cnt, w, g0, DEC_GB, c0, 1, accs, bits);
     }
     for (; g0 < group; g0++)
         for (size_t c0 = 0; c0 < d; c0 += VW)
-            kq_pv(codes, row_bytes, j0, cnt, w, d, g0, 1, c0, 1, accs, bits);
+            kq_pv(codes, d, b0, cnt, w, g0, 1, c0, 1, accs, bits);
+}
+
+#ifndef KQ_PREFETCH_BYTES
+#define KQ_PREFETCH_BYTES 32768 /* per code stream, as the f16 decode (4 blocks of 32 keys) */
+#endif
+/* Software prefetch of block b's codes and per-token parameters (hardware prefetchers
+ * follow one stream per page well; here four streams alternate). */
+KQ_INLINE void kq_prefetch_block(const lm_kvq_view *view, size_t b, size_t bytes,
+                                 int per_channel)
+{
+    const uint8_t *k = view->k_codes + b * view->key_rows * 4;
+    const uint8_t *v = view->v_codes + b * view->key_rows * 4; /* same bytes per token */
+    for (size_t off = 0; off < bytes; off += 64) {
+        __builtin_prefetch(k + off);
+        __builtin_prefetch(v + off);
+    }
+    for (size_t off = 0; off < KQ_BLOCK; off += 16) { /* 64-byte lines of floats */
+        __builtin_prefetch(view->v_scale + b + off);
+        if (per_channel || !KQ_VNNI)
+            __builtin_prefetch(view->v_lo + b + off);
+        if (!per_channel)
+            __builtin_prefetch(view->k_scale + b + off);
+    }
+    if (per_channel)
+        for (size_t off = 0; off < 2 * view->head_dim * (KQ_BLOCK / KQ_GROUP); off += 16)
+            __builtin_prefetch(view->k_params + b / KQ_GROUP * 2 * view->head_dim + off);
 }
 
 KQ_INLINE void kq_body(const lm_kvq_view *view, size_t j0, size_t j1, const float *q,
                        size_t group, float scale, float *m, float *l, float *accs,
                        float *workspace, int bits, int per_channel)
 {
-    const size_t d = view->head_dim, rb = view->row_bytes;
-    float *s = workspace;           /* {group, KQ_BLOCK}: scores, then weights */
-    float *qs = s + group * KQ_BLOCK; /* {group, d}: q * s^k of the current key group */
-    float *qsum = qs + group * d;   /* {group}: sum_c q_c, or q . lo^k of the group */
+    const size_t d = view->head_dim, padded = (d + 15) / 16 * 16;
+    float *s = workspace;              /* {group, KQ_BLOCK}: scores, then weights */
+    float *qf = s + group * KQ_BLOCK;  /* {group, padded}: q8 as floats */
+    int8_t *qb = (int8_t *)(void *)(qf + group * padded); /* {group, padded} q8 bytes */
+    float *sq = qf + group * padded + group * padded / 4; /* {group}: s_q */
+    float *sum8 = sq + group;          /* {group}: sum q8 */
+    float *qlo = sum8 + group;         /* {group}: q . lo^k of the key group */
+    float *wscale = qlo + group;       /* {group}: VNNI weight scale s_w */
+    float *wfix = wscale + group;      /* {group}: offset sum w8 (INT4) */
+    uint8_t *w8 = (uint8_t *)(void *)(wfix + group); /* {2, group, KQ_BLOCK}: VNNI weights */
+    (void)w8, (void)wscale, (void)wfix;
+    const float offset = (float)(1u << (bits - 1));
     for (size_t g = 0; g < group; g++) {
         m[g] = -FLT_MAX;
         l[g] = 0.0f;
-        float total = 0.0f;
-        for (size_t c = 0; c < d; c++)
-            total += q[g * d + c];
-        qsum[g] = total;
+        if (!per_channel)
+            sq[g] = kq_quantize_query(q + g * d, d, padded, qf + g * padded, qb + g * padded,
+                                      &sum8[g]);
     }
     memset(accs, 0, group * d * sizeof(float));
     const vf vscale = V_SET1(scale);
 
+    /* key tiles and value groups of a block are the same number of bytes */
+    const size_t block_bytes = KQ_BLOCK * view->key_rows * 4;
+    size_t ahead = KQ_PREFETCH_BYTES / block_bytes; /* blocks ahead: bytes, not tokens */
+    ahead = ahead < 2 ? 2 : (ahead > 16 ? 16 : ahead);
     for (size_t b0 = j0; b0 < j1; b0 += KQ_BLOCK) {
         const size_t cnt = b0 + KQ_BLOCK < j1 ? KQ_BLOCK : j1 - b0;
-        if (per_channel) { /* one key group at a time: fold s^k into q, lo^k into a dot */
+        if (KQ_PREFETCH_BYTES > 0 && b0 + ahead * KQ_BLOCK < j1) /* both streams in flight */
+            kq_prefetch_block(view, b0 + ahead * KQ_BLOCK, block_bytes, per_channel);
+        if (per_channel) { /* one key group at a time: q * s^k quantized, q . lo^k */
             for (size_t t0 = 0; t0 < cnt; t0 += KQ_GROUP) {
                 const float *kp = view->k_params + (b0 + t0) / KQ_GROUP * 2 * d; /* {2, d} */
                 for (size_t g = 0; g < group; g++) {
+#if KQ_VNNI
+                    sq[g] = kq_group_query_vnni(q + g * d, kp, d, qf + g * padded,
+                                                qb + g * padded, &qlo[g]);
+                    continue;
+#endif
                     vf lo_dot = V_ZERO();
+                    float *x = qf + g * padded; /* q * s^k in place, then quantized */
                     for (size_t c = 0; c < d; c += VW) {
                         vf qv = V_LOAD(q + g * d + c);
-                        V_STORE(qs + g * d + c, V_MUL(qv, V_LOAD(kp + c)));
+                        V_STORE(x + c, V_MUL(qv, V_LOAD(kp + c)));
                         lo_dot = V_FMA(qv, V_LOAD(kp + d + c), lo_dot);
                     }
-                    qsum[g] = V_HSUM(lo_dot);
+                    qlo[g] = V_HSUM(lo_dot);
+                    sq[g] = kq_quantize_query(x, d, padded, x, qb + g * padded, &sum8[g]);
                 }
-                size_t tn = cnt - t0 < KQ_GROUP ? cnt - t0 : KQ_GROUP;
-                kq_dots_all(view->k_codes, rb, b0 + t0, tn, qs, d, group, s, t0, bits);
-                for (size_t g = 0; g < group; g++)
-                    for (size_t jj = t0; jj < t0 + tn; jj++)
-                        s[g * KQ_BLOCK + jj] += qsum[g];
+                const size_t tn = cnt - t0 < KQ_GROUP ? cnt - t0 : KQ_GROUP;
+                kq_dots_all(view, b0 + t0, tn, qf, qb, padded, group, s, t0, bits);
+                for (size_t g = 0; g < group; g++) { /* s_q dot + q . lo (tiles: whole VWs) */
+                    const vf vq = V_SET1(sq[g]), vl = V_SET1(qlo[g]);
+                    for (size_t jj = t0; jj < t0 + tn; jj += VW)
+                        V_STORE(s + g * KQ_BLOCK + jj, V_FMA(vq, V_LOAD(s + g * KQ_BLOCK + jj), vl));
+                }
             }
         } else {
-            kq_dots_all(view->k_codes, rb, b0, cnt, q, d, group, s, 0, bits);
-            const float *kp = view->k_params + b0 * 2; /* {cnt, 2} */
-            for (size_t g = 0; g < group; g++)
-                for (size_t jj = 0; jj < cnt; jj++)
-                    s[g * KQ_BLOCK + jj] = kp[2 * jj] * s[g * KQ_BLOCK + jj] + kp[2 * jj + 1] * qsum[g];
+            kq_dots_all(view, b0, cnt, qf, qb, padded, group, s, 0, bits);
+            const float *ks = view->k_scale + b0; /* {KQ_BLOCK} (0 past the cache) */
+            for (size_t g = 0; g < group; g++) {
+                const vf base = V_SET1(offset * sum8[g]); /* exact: integers below 2^24 */
+                const vf vq = V_SET1(sq[g]);
+                for (size_t jj = 0; jj < KQ_BLOCK; jj += VW) /* (dot - off sum q8) s_q s^k */
+                    V_STORE(s + g * KQ_BLOCK + jj, V_MUL(V_SUB(V_LOAD(s + g * KQ_BLOCK + jj), base),
+                                                         V_MUL(vq, V_LOAD(ks + jj))));
+            }
         }
 
-        const float *vp = view->v_params + b0 * 2; /* {cnt, 2}: (s^v, lo^v) */
+        const float *vs = view->v_scale + b0, *vlo = view->v_lo + b0; /* {KQ_BLOCK} each */
         for (size_t g = 0; g < group; g++) {       /* online softmax, then weights p s^v */
             float *sg = s + g * KQ_BLOCK;
             for (size_t jj = cnt; jj < KQ_BLOCK; jj++)
@@ -195,16 +327,27 @@ KQ_INLINE void kq_body(const lm_kvq_view *view, size_t j0, size_t j1, const floa
             const float al = expf(m[g] - mnew);
             l[g] = l[g] * al + V_HSUM(sum);
             m[g] = mnew;
-            float lo_sum = 0.0f; /* sum_j p_j lo^v_j, added to every channel */
-            for (size_t jj = 0; jj < cnt; jj++) {
-                lo_sum += sg[jj] * vp[2 * jj + 1];
-                sg[jj] *= vp[2 * jj];
+            /* sum_j p_j lo^v_j, added to every channel; the VNNI kernel reads symmetric
+             * codes signed (u - 2^(b-1)), so it has no lo term (and skips the lo row) */
+            const int with_lo = per_channel || !KQ_VNNI;
+            vf lo_acc = V_ZERO();
+            for (size_t jj = 0; jj < KQ_BLOCK; jj += VW) { /* p = 0 past cnt */
+                vf p = V_LOAD(sg + jj);
+                if (with_lo)
+                    lo_acc = V_FMA(p, V_LOAD(vlo + jj), lo_acc);
+                V_STORE(sg + jj, V_MUL(p, V_LOAD(vs + jj)));
             }
-            const vf va = V_SET1(al), vlo = V_SET1(lo_sum);
+            const float lo_sum = with_lo ? V_HSUM(lo_acc) : 0.0f;
+            const vf va = V_SET1(al), vlo_sum = V_SET1(lo_sum);
             for (size_t c = 0; c < d; c += VW)
-                V_STORE(accs + g * d + c, V_FMA(V_LOAD(accs + g * d + c), va, vlo));
+                V_STORE(accs + g * d + c, V_FMA(V_LOAD(accs + g * d + c), va, vlo_sum));
         }
-        kq_pv_all(view->v_codes, rb, b0, cnt, s, d, group, accs, bits);
+#if KQ_VNNI
+        kq_pv_all_vnni(view->v_codes, d, b0, group, s, accs, bits,
+                       bits == 4 && !per_channel ? 8 : 0, w8, wscale, wfix);
+#else
+        kq_pv_all(view->v_codes, d, b0, cnt, s, group, accs, bits);
+#endif
     }
 }
 

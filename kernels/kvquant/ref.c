@@ -203,3 +203,115 @@ lm_status lm_kvquant_kivi_cache_error(int bits, size_t n, size_t d, uint64_t see
         return lm_fail(err, LM_ERR_ARG, "bits must lie in [1, 16], got %d", bits);
     return cache_error(kivi_roundtrip, bits, n, d, seed, error, err);
 }
+
+/* The decode's query quantization (kvquant.h), bit for bit: x holds float32 values;
+ * s_q = float32(max|x| / 127), r = float32(127 / max|x|) (0 for x = 0),
+ * q8 = round_half_even(float32(x r)) (the product of two float32 is exact in float64). */
+static double query_codes(const double *x, size_t d, double *q8)
+{
+    double amax = 0.0;
+    for (size_t c = 0; c < d; c++)
+        amax = fmax(amax, fabs(x[c]));
+    const double sq = (double)(float)(amax / 127.0);
+    const double r = amax > 0.0 ? (double)(float)(127.0 / amax) : 0.0;
+    for (size_t c = 0; c < d; c++)
+        q8[c] = nearbyint((double)(float)(x[c] * r));
+    return sq;
+}
+
+/* Score of quantized token t for query q {d} of KV head g (the fast path's formula). */
+static double code_score(const lm_kvq_cache *cache, size_t g, size_t t, const double *q,
+                         double *xq, double *q8, double *sq)
+{
+    const size_t d = cache->head_dim;
+    const bool kivi = cache->format == LM_KVQ_KIVI4 || cache->format == LM_KVQ_KIVI2;
+    double dot = 0.0;
+    if (!kivi) {
+        const double offset = (double)(1u << (lm_kvq_bits(cache->format) - 1));
+        const float *kp = cache->k_params + g * 2 * cache->pstride; /* s row, lo row */
+        for (size_t c = 0; c < d; c++)
+            dot += q8[c] * ((double)lm_kvq_cache_code(cache, 0, g, t, c) - offset);
+        return (double)kp[t] * *sq * dot;
+    }
+    const float *kp = cache->k_params + g * (cache->capacity / cache->group * 2 * d) +
+                      t / cache->group * 2 * d; /* {2, d}: s then lo of t's key group */
+    if (t % cache->group == 0) {            /* q * s^k in float32, quantized per group */
+        for (size_t c = 0; c < d; c++)
+            xq[c] = (double)((float)q[c] * kp[c]);
+        *sq = query_codes(xq, d, q8);
+    }
+    double lo_dot = 0.0;
+    for (size_t c = 0; c < d; c++) {
+        dot += q8[c] * (double)lm_kvq_cache_code(cache, 0, g, t, c);
+        lo_dot += q[c] * (double)kp[d + c];
+    }
+    return *sq * dot + lo_dot;
+}
+
+lm_status lm_kvq_decode_f64_ref(const lm_kvq_cache *cache, const double *q, size_t heads,
+                                double *o, double *weight_bound, lm_error *err)
+{
+    lm_status status = lm_kvq_decode_check(cache, q != NULL && o != NULL, heads, err);
+    if (status != LM_OK)
+        return status;
+    status = lm_require_finite_f64("q", q, heads * cache->head_dim, err);
+    if (status != LM_OK)
+        return status;
+    const size_t d = cache->head_dim, n = cache->length, group = heads / cache->kv_heads;
+    const size_t ring = cache->recent + cache->group;
+    double *scores = lm_alloc(n * sizeof *scores), *buf = lm_alloc(2 * d * sizeof *buf);
+    if (scores == NULL || buf == NULL) {
+        lm_free(scores), lm_free(buf);
+        return lm_fail(err, LM_ERR_NOMEM, "decode reference scratch of %zu tokens", n);
+    }
+    double *xq = buf, *q8 = buf + d;
+    for (size_t h = 0; h < heads; h++) {
+        const size_t g = h / group;
+        const double *qh = q + h * d;
+        double sq = query_codes(qh, d, q8); /* per-token formats: once per head */
+        double top = -(double)INFINITY;
+        for (size_t t = 0; t < n; t++) {
+            double s = 0.0;
+            if (t < cache->quantized) {
+                s = code_score(cache, g, t, qh, xq, q8, &sq);
+            } else {
+                const float *k = cache->k_recent + (g * ring + t % ring) * d;
+                for (size_t c = 0; c < d; c++)
+                    s += qh[c] * (double)k[c];
+            }
+            scores[t] = s / sqrt((double)d);
+            top = fmax(top, scores[t]);
+        }
+        double total = 0.0;
+        for (size_t t = 0; t < n; t++)
+            total += (scores[t] = exp(scores[t] - top));
+        const float *vp = cache->v_params + g * 2 * cache->pstride; /* s row, lo row */
+        const bool kivi = cache->format == LM_KVQ_KIVI4 || cache->format == LM_KVQ_KIVI2;
+        const double offset = kivi ? 0.0 : (double)(1u << (lm_kvq_bits(cache->format) - 1));
+        for (size_t c = 0; c < d && weight_bound != NULL; c++) {
+            double bound = 0.0;
+            for (size_t b0 = 0; b0 < cache->quantized; b0 += 64) {
+                double wmax = 0.0, xsum = 0.0;
+                for (size_t t = b0; t < b0 + 64 && t < cache->quantized; t++) {
+                    wmax = fmax(wmax, scores[t] / total * (double)vp[t]);
+                    xsum += fabs((double)lm_kvq_cache_code(cache, 1, g, t, c) - offset);
+                }
+                bound += wmax / (2.0 * LM_KVQ_WEIGHT_LEVELS) * xsum;
+            }
+            weight_bound[h * d + c] = bound;
+        }
+        for (size_t c = 0; c < d; c++) {
+            double sum = 0.0;
+            for (size_t t = 0; t < n; t++) {
+                double v = t < cache->quantized
+                               ? (double)lm_kvq_cache_code(cache, 1, g, t, c) * (double)vp[t] +
+                                     (double)vp[cache->pstride + t]
+                               : (double)cache->v_recent[(g * ring + t % ring) * d + c];
+                sum += scores[t] * v;
+            }
+            o[h * d + c] = sum / total;
+        }
+    }
+    lm_free(scores), lm_free(buf);
+    return LM_OK;
+}

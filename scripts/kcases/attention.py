@@ -9,7 +9,7 @@ length is max(d, keys), so the dtype rule rtol = 4 sqrt(terms) u + 2 u applies u
 """
 import numpy as np
 
-from build_kernel_contract import Result, round_to
+from build_kernel_contract import SAFETY, UNIT_ROUNDOFF, Result, round_to
 
 MASKS = ("causal", "window", "window_global", "strided")
 
@@ -126,29 +126,47 @@ def _f32(x):
 
 
 def _symmetric(x, bits):
-    """Per-row symmetric codes as kernels/kvquant/cache.c stores them, read back."""
+    """Per-row symmetric codes as kernels/kvquant/cache.c stores them: (signed code, float32 s)."""
     qmax = 2.0 ** (bits - 1) - 1.0
     s = np.abs(x).max(axis=-1, keepdims=True) / qmax
     safe = np.where(s > 0, s, 1.0)
     code = np.where(s > 0, np.clip(np.rint(x / safe), -qmax, qmax), 0.0)
-    s32 = _f32(s)
-    offset = 2.0 ** (bits - 1)
-    return (code + offset) * s32 + (-offset * s32)
+    return code, _f32(s)
 
 
 def _affine(x, bits, axis):
-    """Asymmetric min/max codes over `axis`, read back with float32 step and minimum."""
+    """Asymmetric min/max codes over `axis`: (u, float32 step, float32 minimum)."""
     levels = 2.0 ** bits - 1.0
     lo = x.min(axis=axis, keepdims=True)
     step = (x.max(axis=axis, keepdims=True) - lo) / levels
     safe = np.where(step > 0, step, 1.0)
     u = np.where(step > 0, np.clip(np.rint((x - lo) / safe), 0.0, levels), 0.0)
-    return u * _f32(step) + _f32(lo)
+    return u, _f32(step), _f32(lo)
+
+
+def _query_codes(x):
+    """The decode's int8 query (kernels/kvquant/kvquant.h), bit for bit, for float32 values x
+    {heads, d}: s_q = f32(max|x| / 127), r = f32(127 / max|x|), q8 = rint(f32(x r))."""
+    amax = np.abs(x).max(axis=-1, keepdims=True)
+    sq = _f32(amax / 127.0)
+    r = np.where(amax > 0, _f32(127.0 / np.where(amax > 0, amax, 1.0)), 0.0)
+    return np.rint(_f32(x * r)), sq
+
+
+WEIGHT_LEVELS = 65535.0  # the VNNI kernel's per-block 16-bit weights (kvquant.h, "weights")
+DECODE_BLOCK = 64      # LM_ATTN_DECODE_BLOCK: blocks of the quantized tokens, from token 0
 
 
 def kvquant_decode(case, rng):
-    """Decode over the cache as stored: codes of the oldest tokens, float32 recent rows."""
-    s, options = case["shape"], case.get("options", {})
+    """Decode over the cache as stored: codes of the oldest tokens scored with the int8
+    query as the fast path does (kvquant.h), float32 recent rows with the float query.
+
+    Scale: the attention rule on the score terms actually summed, plus (f32 only) the
+    bound of the VNNI kernel's byte weights: per 64-token block b and head, the weights
+    w_j = p_j s^v_j are rounded to multiples of max_b w / 255, so an output moves by at
+    most sum_b max_b(P s^v) / 510 * sum_{j in b} |x_jc| (x = the integer the value code
+    stands for), added as bound / rtol so that atol + rtol * scale covers both."""
+    s, options, dtype = case["shape"], case.get("options", {}), case["dtype"]
     n, heads, kv_heads, d = s["n"], s["heads"], s["kv_heads"], s["head_dim"]
     fmt, recent = options.get("format", "int8"), options.get("recent", 0)
     k = _f32(rng.standard_normal((n, kv_heads, d)))
@@ -159,22 +177,50 @@ def kvquant_decode(case, rng):
     for length in range(1, n + 1):  # the cache's append rule
         if length - quantized >= recent + group:
             quantized += group
-    bits = BITS[fmt]
-    kq, vq = k.copy(), v.copy()
-    head = slice(0, quantized)
-    if fmt.startswith("int"):
-        kq[head], vq[head] = _symmetric(k[head], bits), _symmetric(v[head], bits)
-    else:
-        for t0 in range(0, quantized, group):  # keys: per channel over 32 tokens
-            kq[t0:t0 + group] = _affine(k[t0:t0 + group], bits, axis=0)
-        vq[head] = _affine(v[head], bits, axis=-1)  # values: per token
+    bits, nq = BITS[fmt], quantized
     gsize = heads // kv_heads
     out, scale = np.empty((heads, d)), np.empty((heads, d))
+    bound = np.zeros((heads, d))
+    root = np.sqrt(d)
     for g in range(kv_heads):
+        kg, vg = k[:, g, :], v[:, g, :]
+        qg = q[g * gsize:(g + 1) * gsize]  # {gsize, d}
+        sc = np.empty((gsize, n))
+        a = np.empty((gsize, n))
+        vq = vg.copy()
+        if fmt.startswith("int"):
+            kc, ks = _symmetric(kg[:nq], bits)
+            vc, vs = _symmetric(vg[:nq], bits)
+            vq[:nq], vx = vc * vs, vc
+            q8, sq = _query_codes(qg)
+            sc[:, :nq] = (sq * q8) @ (kc * ks).T
+            a[:, :nq] = (sq * np.abs(q8)) @ np.abs(kc * ks).T
+        else:
+            vu, vs, vlo = _affine(vg[:nq], bits, axis=-1)
+            vq[:nq], vx = vu * vs + vlo, vu
+            for t0 in range(0, nq, KIVI_GROUP):  # keys: per channel over 32 tokens
+                ku, kst, klo = _affine(kg[t0:t0 + KIVI_GROUP], bits, axis=0)
+                q8, sq = _query_codes(_f32(qg * kst))
+                cols = slice(t0, t0 + KIVI_GROUP)
+                sc[:, cols] = sq * (q8 @ ku.T) + qg @ klo.T
+                a[:, cols] = sq * (np.abs(q8) @ ku.T) + np.abs(qg) @ np.abs(klo).T
+        sc[:, nq:] = qg @ kg[nq:].T
+        a[:, nq:] = np.abs(qg) @ np.abs(kg[nq:]).T
+        sc, a = sc / root, a / root
+        p = np.exp(sc - sc.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
         rows = slice(g * gsize, (g + 1) * gsize)
-        out[rows], scale[rows] = _attend(q[rows], kq[:, g, :], vq[:, g, :],
-                                         np.ones((gsize, n), dtype=bool))
-    return Result(output=out, scale=scale, terms=max(d, n))
+        out[rows] = p @ vq
+        scale[rows] = (p @ np.abs(vq)) * (1.0 + 2.0 * a.max(axis=1, keepdims=True))
+        for b0 in range(0, nq, DECODE_BLOCK):
+            blk = slice(b0, min(b0 + DECODE_BLOCK, nq))
+            wmax = (p[:, blk] * vs[blk, 0]).max(axis=1, keepdims=True)  # {gsize, 1}
+            bound[rows] += wmax / (2.0 * WEIGHT_LEVELS) * np.abs(vx[blk]).sum(axis=0)
+    terms = max(d, n)
+    if dtype == "f32":
+        rtol = SAFETY * np.sqrt(terms) * UNIT_ROUNDOFF["f32"] + 2.0 * UNIT_ROUNDOFF["f32"]
+        scale = scale + 1.01 * bound / rtol  # 1 % for the float32 arithmetic of the weights
+    return Result(output=out, scale=scale, terms=terms)
 
 
 def latent_mla(case, rng):
