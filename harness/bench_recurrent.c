@@ -549,6 +549,7 @@ typedef struct ssd_state {
     float *x, *dt_raw, *dt_bias, *a, *b, *c, *skip, *y, *h, *h_init;
     size_t chunk;
     bool decode;
+    bool recurrent; /* ssd_recurrent: the token-by-token scan, the baseline of ssd_chunked */
 } ssd_state;
 
 static void ssd_teardown(void *state)
@@ -620,12 +621,22 @@ static lm_status ssd_step_setup(const lm_bench_config *c, void **state, lm_error
     return ssd_setup_common(c, true, state, err);
 }
 
+static lm_status ssd_recurrent_setup(const lm_bench_config *c, void **state, lm_error *err)
+{
+    lm_bench_config one = *c;
+    one.chunk = 1; /* not used by the recurrent scan (the sweep writes 0) */
+    lm_status st = ssd_setup_common(&one, false, state, err);
+    if (st == LM_OK)
+        ((ssd_state *)*state)->recurrent = true;
+    return st;
+}
+
 static lm_status ssd_run(void *state, lm_error *err)
 {
     ssd_state *s = state;
     if (s->decode)
         return lm_ssm_ssd_decode_f32(&s->p, err);
-    return lm_ssm_ssd_scan_f32(NULL, true, &s->p, s->chunk, err);
+    return lm_ssm_ssd_scan_f32(NULL, !s->recurrent, &s->p, s->chunk, err);
 }
 
 /* Float64 oracle on head h of batch row 0 alone (heads = 1, the group shared). */
@@ -718,9 +729,25 @@ static const lm_bench_case ssd_chunked = {
     .role = "prefill_ssd",
     .dtypes = "f32",
     .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_SSM | LM_BENCH_USES_CHUNK | LM_BENCH_USES_BATCH,
-    .defaults = {.dtype = "f32", .bits = 32, .n_ctx = 1024, .chunk = 64, .d_inner = 8192,
+    .defaults = {.dtype = "f32", .bits = 32, .n_ctx = 1024, .chunk = 32, .d_inner = 8192,
                  .d_state = 128, .batch = 1},
     .setup = ssd_scan_setup,
+    .run = ssd_run,
+    .check = ssd_check,
+    .cost = ssd_scan_cost,
+    .teardown = ssd_teardown,
+};
+
+/* The same prefill through the recurrent kernel, token by token: the baseline the chunked
+ * form is measured against (sweep both in one run for a same-run ratio). */
+static const lm_bench_case ssd_recurrent = {
+    .name = "ssd_recurrent",
+    .summary = "Mamba-2 SSD prefill, recurrent token-by-token scan (baseline of ssd_chunked)",
+    .dtypes = "f32",
+    .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_SSM | LM_BENCH_USES_BATCH,
+    .defaults = {.dtype = "f32", .bits = 32, .n_ctx = 1024, .d_inner = 8192, .d_state = 128,
+                 .batch = 1},
+    .setup = ssd_recurrent_setup,
     .run = ssd_run,
     .check = ssd_check,
     .cost = ssd_scan_cost,
@@ -749,6 +776,7 @@ typedef struct delta_state {
     lm_delta_seq_f32 p;
     float *q, *k, *v, *beta, *gate, *y;
     size_t chunk;
+    bool chunked; /* false: the recurrent form (delta_recurrent), the honest baseline */
 } delta_state;
 
 static void delta_teardown(void *state)
@@ -761,16 +789,18 @@ static void delta_teardown(void *state)
     free(s);
 }
 
-static lm_status delta_setup(const lm_bench_config *cfg, void **state, lm_error *err)
+static lm_status delta_setup_form(const lm_bench_config *cfg, bool chunked, void **state,
+                                  lm_error *err)
 {
-    if (cfg->n_ctx < 1 || cfg->heads < 1 || cfg->head_dim < 1 || cfg->chunk < 1)
+    if (cfg->n_ctx < 1 || cfg->heads < 1 || cfg->head_dim < 1 || (chunked && cfg->chunk < 1))
         return lm_fail(err, LM_ERR_SHAPE, "delta_chunked needs positive n_ctx, heads, head_dim "
                                           "and chunk");
     delta_state *s = calloc(1, sizeof *s);
     if (s == NULL)
         return lm_fail(err, LM_ERR_NOMEM, "out of memory");
     size_t h = (size_t)cfg->heads, l = (size_t)cfg->n_ctx, d = (size_t)cfg->head_dim;
-    s->chunk = (size_t)cfg->chunk;
+    s->chunk = chunked ? (size_t)cfg->chunk : 1;
+    s->chunked = chunked;
     s->q = lm_bench_normal_f32(cfg->seed, h * l * d, 1.0);
     s->k = lm_bench_normal_f32(cfg->seed + 1, h * l * d, 1.0);
     s->v = lm_bench_normal_f32(cfg->seed + 2, h * l * d, 1.0);
@@ -789,10 +819,20 @@ static lm_status delta_setup(const lm_bench_config *cfg, void **state, lm_error 
     return LM_OK;
 }
 
+static lm_status delta_setup(const lm_bench_config *cfg, void **state, lm_error *err)
+{
+    return delta_setup_form(cfg, true, state, err);
+}
+
+static lm_status delta_recurrent_setup(const lm_bench_config *cfg, void **state, lm_error *err)
+{
+    return delta_setup_form(cfg, false, state, err);
+}
+
 static lm_status delta_run(void *state, lm_error *err)
 {
     delta_state *s = state;
-    return lm_delta_rule_f32(NULL, true, &s->p, s->chunk, err);
+    return lm_delta_rule_f32(NULL, s->chunked, &s->p, s->chunk, err);
 }
 
 static lm_status delta_head_f64(const void *params, size_t head, double *y, lm_error *err)
@@ -847,6 +887,23 @@ static const lm_bench_case delta_chunked = {
     .teardown = delta_teardown,
 };
 
+/* The same problem through the recurrent kernel, token by token: the baseline the chunked
+ * form is measured against (sweep both in one run for a same-run ratio). */
+static const lm_bench_case delta_recurrent = {
+    .name = "delta_recurrent",
+    .summary = "gated delta rule (DeltaNet), recurrent token-by-token form (baseline)",
+    .dtypes = "f32",
+    .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_HEADS,
+    .defaults = {.dtype = "f32", .bits = 32, .n_ctx = 1024, .heads = 32, .kv_heads = 32,
+                 .head_dim = 128, .batch = 1},
+    .setup = delta_recurrent_setup,
+    .run = delta_run,
+    .check = delta_check,
+    .cost = delta_cost,
+    .teardown = delta_teardown,
+};
+
 const lm_bench_case *const lm_bench_cases_recurrent[] = {
     &mamba1_scan,    &mamba1_step, &ssd_chunked,   &ssd_step,      &conv_causal,
-    &affine_scan,    &linear_chunked, &delta_chunked, NULL};
+    &affine_scan,    &linear_chunked, &delta_chunked, &delta_recurrent, &ssd_recurrent,
+    NULL};

@@ -52,6 +52,15 @@ static void pair_free(pair *p)
 }
 
 /* max over i of |got - want| / (atol + rtol |want|): <= 1 passes (numpy.isclose rule). */
+/* max |got - want| over n entries of a float result against its float64 oracle pair */
+static double max_err(const pair *p)
+{
+    double e = 0.0;
+    for (size_t i = 0; i < p->n; i++)
+        e = fmax(e, fabs((double)p->f[i] - p->d[i]));
+    return e;
+}
+
 static double worst_ratio_f32(const float *got, const double *want, size_t n, double rtol,
                               double atol)
 {
@@ -509,11 +518,7 @@ static void check_linear_case(const linear_case *c, uint64_t seed)
                                                        : ops->linear_recurrent_f32,
                                                  chunk != 0, &pf, chunk, &err),
                          LM_OK, "%s", err.message);
-            double ey = 0.0, es = 0.0;
-            for (size_t i = 0; i < y.n; i++)
-                ey = fmax(ey, fabs((double)y.f[i] - y.d[i]));
-            for (size_t i = 0; i < sf.n; i++)
-                es = fmax(es, fabs((double)sf.f[i] - sf.d[i]));
+            const double ey = max_err(&y), es = max_err(&sf);
             cr_expect(ey <= tol_y && es <= tol_s,
                       "isa %s H=%zu L=%zu dk=%zu dv=%zu feature=%d norm=%d gate=%d chunk=%zu: "
                       "|dy| %.3g (tol %.3g), |dS| %.3g (tol %.3g)", lm_isa_name((lm_isa)isa),
@@ -635,11 +640,7 @@ static void check_ssd_case(const ssd_case *c, uint64_t seed)
                                                    : ops->linear_recurrent_f32,
                                              chunk != 0, &pf, chunk, &err),
                          LM_OK, "%s", err.message);
-            double ey = 0.0, eh = 0.0;
-            for (size_t i = 0; i < y.n; i++)
-                ey = fmax(ey, fabs((double)y.f[i] - y.d[i]));
-            for (size_t i = 0; i < hf.n; i++)
-                eh = fmax(eh, fabs((double)hf.f[i] - hf.d[i]));
+            const double ey = max_err(&y), eh = max_err(&hf);
             cr_expect(ey <= tol_y && eh <= tol_h,
                       "isa %s B=%zu L=%zu H=%zu P=%zu G=%zu N=%zu chunk=%zu: |dy| %.3g (tol "
                       "%.3g) |dh| %.3g (tol %.3g)", lm_isa_name((lm_isa)isa), B, L, H, P, G,
@@ -749,11 +750,7 @@ static void check_delta_case(const delta_case *c, uint64_t seed)
                                                  : ops->delta_recurrent_f32,
                                            chunk != 0, &pf, chunk, &err),
                          LM_OK, "%s", err.message);
-            double ey = 0.0, es = 0.0;
-            for (size_t i = 0; i < y.n; i++)
-                ey = fmax(ey, fabs((double)y.f[i] - y.d[i]));
-            for (size_t i = 0; i < sf.n; i++)
-                es = fmax(es, fabs((double)sf.f[i] - sf.d[i]));
+            const double ey = max_err(&y), es = max_err(&sf);
             cr_expect(ey <= tol_y && es <= tol_s,
                       "isa %s H=%zu L=%zu dk=%zu dv=%zu gated=%d chunk=%zu: |dy| %.3g (tol "
                       "%.3g) |dS| %.3g (tol %.3g)", lm_isa_name((lm_isa)isa), H, L, dk, dv,
@@ -773,6 +770,67 @@ Test(recurrent, delta_every_path_and_chunk_matches_oracle)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_delta_case(&cases[i], 7000 + i);
+}
+
+Test(recurrent, delta_extreme_keys_and_strong_decay_match_oracle)
+{
+    /* Keys with a subnormal max|k| (the chunked kernels' division fallback), huge keys, and
+     * gates down to 1e-3 (G_ti over a long chunk spans many decades); d_key 20 and d_value 24
+     * are not multiples of the vector width. */
+    enum { H = 2, L = 45, dk = 20, dv = 24 };
+    lm_rng rng;
+    lm_rng_seed(&rng, 7100);
+    pair q = pair_normal(&rng, H * L * dk, 0.25), k = pair_normal(&rng, H * L * dk, 1.0);
+    pair v = pair_normal(&rng, H * L * dv, 1.0), s0 = pair_normal(&rng, H * dv * dk, 0.5);
+    pair beta = pair_new(H * L), g = pair_new(H * L);
+    lm_rng_fill_uniform(&rng, 0.0, 1.0, beta.d, beta.n);
+    lm_rng_fill_uniform(&rng, 0.5, 1.0, g.d, g.n);
+    static const double key_scale[3] = {1e-41, 1e30, 1.0};
+    for (size_t i = 0; i < H * L; i++) {
+        for (size_t c = 0; c < dk; c++)
+            k.d[i * dk + c] *= key_scale[i % 3];
+        if (i % 7 == 0)
+            g.d[i] = 1e-3;
+    }
+    pair_sync(&k), pair_sync(&beta), pair_sync(&g);
+    pair y = pair_new(H * L * dv), sf = pair_new(H * dv * dk);
+    lm_delta_seq_f64 pd = {H, L, dk, dv, q.d, k.d, v.d, beta.d, g.d, s0.d, y.d, sf.d};
+    lm_error err;
+    cr_assert_eq(lm_delta_gated_f64_ref(&pd, &err), LM_OK, "%s", err.message);
+    double ymax = 0.0, smax = 0.0;
+    for (size_t i = 0; i < y.n; i++)
+        ymax = fmax(ymax, fabs(y.d[i]));
+    for (size_t i = 0; i < sf.n; i++)
+        smax = fmax(smax, fabs(sf.d[i]));
+    const double tol_y = 64.0 * sqrt((double)(L + dk)) * 0x1p-24 * (ymax + 1.0);
+    const double tol_s = 64.0 * sqrt((double)(L + dk)) * 0x1p-24 * (smax + 1.0);
+    static const size_t chunks[] = {0, 1, 7, 16, 45};
+    for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
+        if (!lm_isa_available((lm_isa)isa))
+            continue;
+        const lm_ops *ops = lm_ops_for((lm_isa)isa);
+        for (size_t ci = 0; ci < sizeof chunks / sizeof chunks[0]; ci++) {
+            const size_t chunk = chunks[ci];
+            lm_delta_seq_f32 pf = {H, L, dk, dv, q.f, k.f, v.f, beta.f, g.f, s0.f, y.f, sf.f};
+            cr_assert_eq(lm_delta_rule_f32(chunk ? ops->delta_chunked_f32
+                                                 : ops->delta_recurrent_f32,
+                                           chunk != 0, &pf, chunk, &err),
+                         LM_OK, "%s", err.message);
+            const double ey = max_err(&y), es = max_err(&sf);
+            cr_expect(ey <= tol_y && es <= tol_s,
+                      "isa %s chunk=%zu: |dy| %.3g (tol %.3g) |dS| %.3g (tol %.3g)",
+                      lm_isa_name((lm_isa)isa), chunk, ey, tol_y, es, tol_s);
+        }
+    }
+    /* a NaN in a key is rejected like a zero key */
+    k.f[5 * dk + 3] = NAN;
+    lm_delta_seq_f32 pf = {H, L, dk, dv, q.f, k.f, v.f, beta.f, g.f, s0.f, y.f, sf.f};
+    cr_assert_eq(lm_delta_rule_f32(NULL, true, &pf, 16, &err), LM_ERR_DOMAIN);
+    cr_assert(strstr(err.message, "k must have non-zero (finite) norm: head 0, token 5") != NULL,
+              "%s", err.message);
+    pair *all[] = {&q, &k, &v, &beta, &g, &s0, &y, &sf};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        pair_free(all[i]);
 }
 
 Test(recurrent, delta_oracle_agrees_with_m8_single_step)

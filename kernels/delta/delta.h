@@ -172,7 +172,7 @@ void lm_delta_chunked_f32_neon(const lm_delta_seq_f32 *p, size_t head, size_t ch
                                float *work);
 
 /* The operator: validates (sizes, arrays, beta in [0, 1], gate in (0, 1], every key
- * non-zero, chunk > 0 when chunked), then runs `kernel` (NULL: the active ISA's recurrent
+ * non-zero and finite, chunk > 0 when chunked), then runs `kernel` (NULL: the active ISA's recurrent
  * or chunked kernel) over the heads with OpenMP, one workspace per thread. */
 lm_status lm_delta_rule_f32(lm_delta_head_f32_fn kernel, bool chunked,
                             const lm_delta_seq_f32 *p, size_t chunk, lm_error *err);

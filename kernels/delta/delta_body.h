@@ -1,19 +1,79 @@
 /* The (gated) delta-rule kernels (delta.h), written once and instantiated per ISA through
  * kernels/ssm/simd_<isa>.h; RECURRENT_NAME and CHUNKED_NAME name the two public functions.
  * Internally the state is kept transposed, St {d_key, d_value}, so that every product runs
- * along contiguous value rows; it is transposed from s0 and back to s_final once per head. */
-#include "../linear/gemm_body.h"
+ * along contiguous value rows; it is transposed from s0 and back to s_final once per head.
+ * Self-contained (its own register-tiled product, not kernels/linear/gemm_body.h): the
+ * chunked form needs products with a strided (transposed) left operand, a per-row output
+ * scale, triangular operands and a lower-triangular output, all in one tile. */
+#include <math.h>
+#include <string.h>
+
+static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+static inline float hsum(LM_V v) { return V_HSUM(v); }
+
+static inline float dot(const float *x, const float *y, size_t n)
+{
+    LM_V acc = V_SET1(0.0f);
+    size_t i = 0;
+    for (; i + LM_W <= n; i += LM_W)
+        acc = V_FMA(V_LOADU(x + i), V_LOADU(y + i), acc);
+    float s = hsum(acc);
+    for (; i < n; i++)
+        s += x[i] * y[i];
+    return s;
+}
+
+/* y[0:n] *= s */
+static inline void scale_row(float *y, float s, size_t n)
+{
+    size_t j = 0;
+    for (; j + LM_W <= n; j += LM_W)
+        V_STOREU(y + j, V_MUL(V_LOADU(y + j), V_SET1(s)));
+    for (; j < n; j++)
+        y[j] *= s;
+}
+
+/* out[0:n] += s * x[0:n] */
+static inline void axpy(float *out, float s, const float *x, size_t n)
+{
+    size_t j = 0;
+    for (; j + LM_W <= n; j += LM_W)
+        V_STOREU(out + j, V_FMA(V_SET1(s), V_LOADU(x + j), V_LOADU(out + j)));
+    for (; j < n; j++)
+        out[j] += s * x[j];
+}
 
 /* kh = k / ||k||, scaled by max|k| first (no overflow or underflow for huge or tiny keys).
  * The driver has rejected zero keys. */
 static void unit_key(const float *k, float *kh, size_t dk)
 {
+    LM_V vtop = V_SET1(0.0f);
+    size_t c = 0;
+    for (; c + LM_W <= dk; c += LM_W)
+        vtop = V_MAX(vtop, V_ABS(V_LOADU(k + c)));
+    _Alignas(64) float lanes[LM_W];
+    V_STOREU(lanes, vtop);
     float top = 0.0f;
-    for (size_t c = 0; c < dk; c++)
-        top = fmaxf(top, fabsf(k[c]));
-    for (size_t c = 0; c < dk; c++)
-        kh[c] = k[c] / top;
-    scale_row(kh, 1.0f / sqrtf(dot(kh, kh, dk)), dk);
+    for (size_t i = 0; i < LM_W; i++)
+        top = lanes[i] > top ? lanes[i] : top;
+    for (; c < dk; c++)
+        top = fabsf(k[c]) > top ? fabsf(k[c]) : top;
+    /* 1/top is finite unless top is subnormal: then divide */
+    const bool tiny = top < 0x1p-126f;
+    const LM_V vt = V_SET1(tiny ? top : 1.0f / top);
+    LM_V ss = V_SET1(0.0f);
+    for (c = 0; c + LM_W <= dk; c += LM_W) {
+        const LM_V x = tiny ? V_DIV(V_LOADU(k + c), vt) : V_MUL(V_LOADU(k + c), vt);
+        V_STOREU(kh + c, x);
+        ss = V_FMA(x, x, ss);
+    }
+    float s = hsum(ss);
+    for (; c < dk; c++) {
+        kh[c] = tiny ? k[c] / top : k[c] * (1.0f / top);
+        s += kh[c] * kh[c];
+    }
+    scale_row(kh, 1.0f / sqrtf(s), dk);
 }
 
 static void load_state(const lm_delta_seq_f32 *p, size_t h, float *St)
@@ -38,16 +98,6 @@ static void store_state(const lm_delta_seq_f32 *p, size_t h, const float *St)
     for (size_t j = 0; j < dv; j++)
         for (size_t c = 0; c < dk; c++)
             sf[j * dk + c] = St[c * dv + j];
-}
-
-/* out[0:n] += s * x[0:n] */
-static inline void axpy(float *out, float s, const float *x, size_t n)
-{
-    size_t j = 0;
-    for (; j + LM_W <= n; j += LM_W)
-        V_STOREU(out + j, V_FMA(V_SET1(s), V_LOADU(x + j), V_LOADU(out + j)));
-    for (; j < n; j++)
-        out[j] += s * x[j];
 }
 
 void RECURRENT_NAME(const lm_delta_seq_f32 *p, size_t h, size_t chunk, float *work)
@@ -81,19 +131,387 @@ void RECURRENT_NAME(const lm_delta_seq_f32 *p, size_t h, size_t chunk, float *wo
     store_state(p, h, St);
 }
 
+/* ---- the register-tiled product of the chunked form ------------------------------------
+ * One tile: C[r, 0:nv W] = keep C[r, 0:nv W] + scale_r sum_{p<kk} A[r ars + p acs] B[p, 0:nv W]
+ * for r < mr (mr <= TILE_MAX_ROWS, nv <= TILE_MAX_VECS): mr x nv accumulators in registers,
+ * one broadcast of A and nv vector loads of B per FMA row. keep == 0 never reads C (it may
+ * hold anything); scale NULL means 1. Strides ars / acs let A be a row-major matrix (ars =
+ * lda, acs = 1) or a transposed one (ars = 1, acs = lda). Instantiated for constant mr and
+ * nv (TILE_FIXED below) so that the loops unroll into straight register code. */
+#define TILE_MAX_ROWS 8
+#define TILE_MAX_VECS 4
+
+static inline __attribute__((always_inline)) void
+tile(size_t mr, size_t nv, size_t kk, const float *A, size_t ars, size_t acs, const float *B,
+     size_t ldb, float *C, size_t ldc, const float *scale, float keep)
+{
+    LM_V acc[TILE_MAX_ROWS][TILE_MAX_VECS];
+#pragma GCC unroll 8
+    for (size_t r = 0; r < mr; r++)
+#pragma GCC unroll 4
+        for (size_t v = 0; v < nv; v++)
+            acc[r][v] = V_SET1(0.0f);
+    for (size_t p = 0; p < kk; p++) {
+        const float *b = B + p * ldb;
+        LM_V bv[TILE_MAX_VECS];
+#pragma GCC unroll 4
+        for (size_t v = 0; v < nv; v++)
+            bv[v] = V_LOADU(b + v * LM_W);
+#pragma GCC unroll 8
+        for (size_t r = 0; r < mr; r++) {
+            const LM_V a = V_SET1(A[r * ars + p * acs]); /* a = A[r, p] */
+#pragma GCC unroll 4
+            for (size_t v = 0; v < nv; v++)
+                acc[r][v] = V_FMA(a, bv[v], acc[r][v]);
+        }
+    }
+#pragma GCC unroll 8
+    for (size_t r = 0; r < mr; r++) {
+        const LM_V s = V_SET1(scale != NULL ? scale[r] : 1.0f);
+        float *c = C + r * ldc;
+#pragma GCC unroll 4
+        for (size_t v = 0; v < nv; v++) {
+            const LM_V x = V_MUL(acc[r][v], s);
+            V_STOREU(c + v * LM_W, keep != 0.0f
+                                       ? V_FMA(V_LOADU(c + v * LM_W), V_SET1(keep), x)
+                                       : x);
+        }
+    }
+}
+
+#define TILE_ARGS                                                                             \
+    size_t kk, const float *A, size_t ars, size_t acs, const float *B, size_t ldb, float *C,   \
+        size_t ldc, const float *scale, float keep
+#define TILE_FIXED(MR, NV)                                                                    \
+    static void tile_##MR##x##NV(TILE_ARGS)                                                   \
+    {                                                                                         \
+        tile(MR, NV, kk, A, ars, acs, B, ldb, C, ldc, scale, keep);                          \
+    }
+#define TILE_ROW(MR) TILE_FIXED(MR, 1) TILE_FIXED(MR, 2) TILE_FIXED(MR, 3) TILE_FIXED(MR, 4)
+TILE_ROW(1) TILE_ROW(2) TILE_ROW(3) TILE_ROW(4) TILE_ROW(5) TILE_ROW(6) TILE_ROW(7) TILE_ROW(8)
+
+typedef void (*tile_fn)(TILE_ARGS);
+#define TILE_ENTRY(MR) {tile_##MR##x1, tile_##MR##x2, tile_##MR##x3, tile_##MR##x4}
+static const tile_fn tiles[TILE_MAX_ROWS][TILE_MAX_VECS] = {
+    TILE_ENTRY(1), TILE_ENTRY(2), TILE_ENTRY(3), TILE_ENTRY(4),
+    TILE_ENTRY(5), TILE_ENTRY(6), TILE_ENTRY(7), TILE_ENTRY(8),
+};
+
+/* Which part of a product is needed. */
+typedef enum shape {
+    SHAPE_FULL,    /* all of C */
+    SHAPE_TRIL_A,  /* A {m, m} is lower-triangular with zeros above its diagonal: row block
+                      r0.. reads A[r, p] only for p < r0 + rows */
+    SHAPE_LOWER_C, /* only C[r, j] for j <= r is wanted: columns past the row block are
+                      skipped; entries above the diagonal are left unspecified */
+} shape;
+
+/* The register block of one product: rows x vecs accumulators. */
+typedef struct block {
+    size_t rows, vecs;
+} block;
+
+/* One left operand and output of a product: C {m, n} = keep C + diag(scale) A B with
+ * A {m, kk} at strides (ars, acs), C row stride ldc, scale {m} or NULL. */
+typedef struct operand {
+    size_t m;
+    const float *A;
+    size_t ars, acs;
+    float *C;
+    size_t ldc;
+    const float *scale;
+    float keep;
+} operand;
+
+/* The products of `count` operands with one B {kk, n} (row stride ldb): column panels of
+ * bk.vecs vectors outside, then the row blocks of every operand (the B panel is read from
+ * L1 by all of them), then a scalar column tail. */
+static void mm_sets(shape sh, block bk, size_t n, size_t kk, const float *B, size_t ldb,
+                    const operand *ops, size_t count)
+{
+    const size_t nvec = n / LM_W;
+    for (size_t j0 = 0; j0 < nvec; j0 += bk.vecs) {
+        const size_t nv = nvec - j0 < bk.vecs ? nvec - j0 : bk.vecs;
+        for (size_t o = 0; o < count; o++) {
+            const operand *x = &ops[o];
+            for (size_t r0 = 0; r0 < x->m; r0 += bk.rows) {
+                const size_t mr = x->m - r0 < bk.rows ? x->m - r0 : bk.rows;
+                size_t k = kk, v = nv;
+                if (sh == SHAPE_TRIL_A)
+                    k = r0 + mr < kk ? r0 + mr : kk;
+                if (sh == SHAPE_LOWER_C) {
+                    const size_t need = (r0 + mr + LM_W - 1) / LM_W; /* vectors to the diagonal */
+                    if (need <= j0)
+                        continue;
+                    v = need - j0 < nv ? need - j0 : nv;
+                }
+                tiles[mr - 1][v - 1](k, x->A + r0 * x->ars, x->ars, x->acs, B + j0 * LM_W, ldb,
+                                     x->C + r0 * x->ldc + j0 * LM_W, x->ldc,
+                                     x->scale != NULL ? x->scale + r0 : NULL, x->keep);
+            }
+        }
+    }
+    for (size_t o = 0; o < count; o++) { /* the n % LM_W last columns */
+        const operand *x = &ops[o];
+        for (size_t r = 0; r < x->m; r++) {
+            const size_t k = sh == SHAPE_TRIL_A && r + 1 < kk ? r + 1 : kk;
+            const float s = x->scale != NULL ? x->scale[r] : 1.0f;
+            float *c = x->C + r * x->ldc;
+            for (size_t j = nvec * LM_W; j < n; j++) {
+                float acc = 0.0f;
+                for (size_t p = 0; p < k; p++)
+                    acc += x->A[r * x->ars + p * x->acs] * B[p * ldb + j];
+                c[j] = x->keep != 0.0f ? x->keep * c[j] + s * acc : s * acc;
+            }
+        }
+    }
+}
+
+/* C {m, n} = keep C + diag(scale) A B: mm_sets with one operand. */
+static void mm(shape sh, block bk, size_t m, size_t n, size_t kk, const float *A, size_t ars,
+               size_t acs, const float *B, size_t ldb, float *C, size_t ldc, const float *scale,
+               float keep)
+{
+    const operand x = {m, A, ars, acs, C, ldc, scale, keep};
+    mm_sets(sh, bk, n, kk, B, ldb, &x, 1);
+}
+
+/* Register blocks per product: rows x vecs accumulators plus vecs loads of B and one
+ * broadcast must fit the register file (16 vector registers on AVX2, 32 elsewhere). */
+#ifndef BK_STATE
+#if LM_W == 8
+#define BK_STATE {2, 4}
+#define BK_UPDATE {2, 4}
+#define BK_SCORE {4, 2}
+#define BK_TRIL {2, 4}
+#else
+#define BK_STATE {4, 4}
+#define BK_UPDATE {4, 4}
+#define BK_SCORE {8, 2}
+#define BK_TRIL {4, 4}
+#endif
+#endif
+static const block bk_state = BK_STATE;   /* X S_0: kk = d_key */
+static const block bk_update = BK_UPDATE; /* S += K^T U: kk = chunk */
+static const block bk_score = BK_SCORE;   /* K K^T, Q K^T: kk = d_key, lower output */
+static const block bk_tril = BK_TRIL;     /* triangular A: kk up to chunk */
+
+/* x[0:n] = exp(x[0:n]), n a multiple of LM_W */
+static void exp_row(float *x, size_t n)
+{
+    for (size_t j = 0; j < n; j += LM_W)
+        V_STOREU(x + j, V_EXP(V_LOADU(x + j)));
+}
+
+/* The chunk's decay and masks, row by row: dl[i] = log G_ti = lg_{i+1} + ... + lg_t is one
+ * running row (dl += lg_t, then dl[t] = 0): pairwise sums of terms of one sign, so a long
+ * chunk's G_ti stays accurate where exp(cl_t - cl_i) would cancel. kk[t, i] becomes
+ * beta_t G_ti kk[t, i] for i < t, 0 from t on; qk[t, i] becomes G_ti qk[t, i] for i <= t,
+ * 0 after; both zeroed up to the padded width ldn (a multiple of LM_W). gend = G_{n-1, i}.
+ * Whole vectors throughout: entries of dl past t hold finite partial sums, masked after. */
+static void decay_masks(size_t n, size_t ldn, const float *lg, const float *beta, float *kk,
+                        float *qk, float *dl, float *gend, bool gated)
+{
+    memset(dl, 0, ldn * sizeof(float));
+    for (size_t t = 0; t < n; t++) {
+        float *a = kk + t * ldn, *b = qk + t * ldn;
+        const size_t w = (t + LM_W) / LM_W * LM_W; /* columns 0..t, whole vectors */
+        const LM_V vb = V_SET1(beta[t]);
+        if (gated) {
+            const LM_V l = V_SET1(lg[t]);
+            for (size_t j = 0; j < w; j += LM_W)
+                V_STOREU(dl + j, V_ADD(V_LOADU(dl + j), l)); /* dl += lg_t */
+            dl[t] = 0.0f;
+            for (size_t j = 0; j < w; j += LM_W) {
+                const LM_V g = V_EXP(V_LOADU(dl + j));
+                V_STOREU(a + j, V_MUL(V_MUL(V_LOADU(a + j), g), vb)); /* beta G kk */
+                V_STOREU(b + j, V_MUL(V_LOADU(b + j), g));             /* G qk */
+            }
+        } else {
+            for (size_t j = 0; j < w; j += LM_W)
+                V_STOREU(a + j, V_MUL(V_LOADU(a + j), vb));
+        }
+        a[t] = 0.0f;
+        for (size_t j = t + 1; j < w; j++)
+            a[j] = b[j] = 0.0f;
+        if (w < ldn) {
+            memset(a + w, 0, (ldn - w) * sizeof(float));
+            memset(b + w, 0, (ldn - w) * sizeof(float));
+        }
+    }
+    if (gated) {
+        memcpy(gend, dl, ldn * sizeof(float));
+        exp_row(gend, ldn);
+    }
+}
+
+/* T = (I + A)^{-1} for A {n, n} strictly lower-triangular (row stride ldn, a multiple of
+ * LM_W): unit lower triangular, rows T_t = e_t - sum_{i<t} A_ti T_i, zero above the
+ * diagonal up to ldn. Whole vectors: T_i[j] = 0 for j > i, so column block j0 sums over
+ * i >= j0 only, in two interleaved partial sums (the FMA latency). */
+static void unit_lower_inverse(size_t n, size_t ldn, const float *A, float *T)
+{
+    memset(T, 0, n * ldn * sizeof(float));
+    for (size_t t = 0; t < n; t++) {
+        const float *a = A + t * ldn;
+        float *x = T + t * ldn;
+        for (size_t j0 = 0; j0 < t; j0 += LM_W) {
+            LM_V s0 = V_SET1(0.0f), s1 = V_SET1(0.0f);
+            size_t i = j0;
+            for (; i + 2 <= t; i += 2) {
+                s0 = V_FMA(V_SET1(a[i]), V_LOADU(T + i * ldn + j0), s0);
+                s1 = V_FMA(V_SET1(a[i + 1]), V_LOADU(T + (i + 1) * ldn + j0), s1);
+            }
+            if (i < t)
+                s0 = V_FMA(V_SET1(a[i]), V_LOADU(T + i * ldn + j0), s0);
+            V_STOREU(x + j0, V_SUB(V_SET1(0.0f), V_ADD(s0, s1))); /* x = -(s0 + s1) */
+        }
+        x[t] = 1.0f;
+    }
+}
+
+/* dst[c ldd + t] = src[t lds + c] for t < rows, c < cols. AVX-512: 16 x 16 blocks in
+ * registers (32-bit, then 64-bit interleaves within 128-bit lanes, then two 128-bit lane
+ * shuffles); other paths and the edges element by element. */
+static void transpose(const float *src, size_t lds, size_t rows, size_t cols, float *dst,
+                      size_t ldd)
+{
+    size_t t0 = 0;
+#if LM_W == 16 && defined(__AVX512F__)
+    for (; t0 + 16 <= rows; t0 += 16) {
+        size_t c0 = 0;
+        for (; c0 + 16 <= cols; c0 += 16) {
+            __m512 r[16], s[16];
+#pragma GCC unroll 16
+            for (size_t i = 0; i < 16; i++)
+                r[i] = _mm512_loadu_ps(src + (t0 + i) * lds + c0);
+#pragma GCC unroll 8
+            for (size_t i = 0; i < 16; i += 2) { /* rows i, i+1 interleaved per 32 bits */
+                s[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+                s[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+            }
+#pragma GCC unroll 4
+            for (size_t j = 0; j < 16; j += 4) { /* r[j + m] lane l: column 4l + m, rows j.. */
+                const __m512d a = _mm512_castps_pd(s[j]), b = _mm512_castps_pd(s[j + 1]);
+                const __m512d c = _mm512_castps_pd(s[j + 2]), d = _mm512_castps_pd(s[j + 3]);
+                r[j] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+                r[j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+                r[j + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+                r[j + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+            }
+#pragma GCC unroll 4
+            for (size_t m = 0; m < 4; m++) { /* 4 x 4 transpose of 128-bit lanes */
+                const __m512 u0 = _mm512_shuffle_f32x4(r[m], r[4 + m], 0x44);
+                const __m512 u1 = _mm512_shuffle_f32x4(r[m], r[4 + m], 0xEE);
+                const __m512 u2 = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0x44);
+                const __m512 u3 = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0xEE);
+                float *o = dst + (c0 + m) * ldd + t0;
+                _mm512_storeu_ps(o, _mm512_shuffle_f32x4(u0, u2, 0x88));
+                _mm512_storeu_ps(o + 4 * ldd, _mm512_shuffle_f32x4(u0, u2, 0xDD));
+                _mm512_storeu_ps(o + 8 * ldd, _mm512_shuffle_f32x4(u1, u3, 0x88));
+                _mm512_storeu_ps(o + 12 * ldd, _mm512_shuffle_f32x4(u1, u3, 0xDD));
+            }
+        }
+        for (size_t t = t0; t < t0 + 16; t++)
+            for (size_t c = c0; c < cols; c++)
+                dst[c * ldd + t] = src[t * lds + c];
+    }
+#endif
+    for (size_t t = t0; t < rows; t++)
+        for (size_t c = 0; c < cols; c++)
+            dst[c * ldd + t] = src[t * lds + c];
+}
+
+/* The chunk's unit keys in both layouts: kt {dk, ldn} = K^T of the raw keys, normalized
+ * column by column with whole vectors across tokens (no horizontal reductions): per token
+ * top = max|k|, x = k / top, s = 1 / (top ||x||); then kh = s k and kt = s K^T. A subnormal
+ * top (1/top would overflow) takes unit_key's division path. r, ss {ldn} scratch. */
+static void unit_keys(const float *k, size_t n, size_t dk, size_t ldn, float *kh, float *kt,
+                      float *r, float *ss)
+{
+    transpose(k, dk, n, dk, kt, ldn);
+    for (size_t c = 0; c < dk; c++) /* padded tokens: zero keys, finite everywhere */
+        for (size_t t = n; t < ldn; t++)
+            kt[c * ldn + t] = 0.0f;
+    for (size_t t0 = 0; t0 < ldn; t0 += LM_W) {
+        LM_V top = V_SET1(0.0f);
+        for (size_t c = 0; c < dk; c++)
+            top = V_MAX(top, V_ABS(V_LOADU(kt + c * ldn + t0)));
+        V_STOREU(r + t0, top);
+    }
+    for (size_t t = 0; t < ldn; t++) /* 1/top; padded tokens: 1 */
+        r[t] = t < n && r[t] > 0.0f ? 1.0f / r[t] : 1.0f;
+    for (size_t t0 = 0; t0 < ldn; t0 += LM_W) {
+        const LM_V rv = V_LOADU(r + t0);
+        LM_V acc = V_SET1(0.0f);
+        for (size_t c = 0; c < dk; c++) {
+            const LM_V x = V_MUL(V_LOADU(kt + c * ldn + t0), rv);
+            acc = V_FMA(x, x, acc);
+        }
+        V_STOREU(ss + t0, acc);
+    }
+    for (size_t t = 0; t < ldn; t++) {
+        r[t] = r[t] / sqrtf(ss[t]); /* s = (1/top) / ||k/top|| */
+        if (t >= n)
+            r[t] = 0.0f;
+    }
+    for (size_t t = 0; t < n; t++) {
+        const float *kr = k + t * dk;
+        float *o = kh + t * dk;
+        if (!(isfinite(r[t]) && r[t] > 0.0f)) { /* subnormal top: divide */
+            unit_key(kr, o, dk);
+            for (size_t c = 0; c < dk; c++)
+                kt[c * ldn + t] = o[c];
+            r[t] = 1.0f;
+            continue;
+        }
+        const LM_V sv = V_SET1(r[t]);
+        size_t c = 0;
+        for (; c + LM_W <= dk; c += LM_W)
+            V_STOREU(o + c, V_MUL(V_LOADU(kr + c), sv));
+        for (; c < dk; c++)
+            o[c] = kr[c] * r[t];
+    }
+    for (size_t c = 0; c < dk; c++)
+        for (size_t t0 = 0; t0 < ldn; t0 += LM_W)
+            V_STOREU(kt + c * ldn + t0, V_MUL(V_LOADU(kt + c * ldn + t0), V_LOADU(r + t0)));
+}
+
+/* Ask for the next chunk's q, k and v rows (rows row0.., `rows` of them) while this chunk
+ * computes: they stream from memory once, and the first touch would otherwise stall the
+ * key transpose and the right-hand sides. */
+static void prefetch_rows(const lm_delta_seq_f32 *p, size_t row0, size_t rows)
+{
+    const char *k = (const char *)(p->k + row0 * p->d_key);
+    const char *q = (const char *)(p->q + row0 * p->d_key);
+    const char *v = (const char *)(p->v + row0 * p->d_value);
+    const size_t bk = rows * p->d_key * sizeof(float), bv = rows * p->d_value * sizeof(float);
+    for (size_t b = 0; b < bk; b += 64) {
+        __builtin_prefetch(k + b);
+        __builtin_prefetch(q + b);
+    }
+    for (size_t b = 0; b < bv; b += 64)
+        __builtin_prefetch(v + b);
+}
+
 void CHUNKED_NAME(const lm_delta_seq_f32 *p, size_t h, size_t chunk, float *work)
 {
     const size_t L = p->length, dk = p->d_key, dv = p->d_value;
-    const size_t C = chunk < L ? chunk : L;
-    float *St = work;                 /* {dk, dv} */
-    float *kh = St + round16(dk * dv); /* {C, dk}: unit keys */
-    float *qd = kh + round16(C * dk); /* {C, dk}: gamma_t q_t */
-    float *kt = qd + round16(C * dk); /* {dk, C}: transposed (weighted) keys */
-    float *kk = kt + round16(dk * C); /* {C, C}: -beta_t G_ti (k_t . k_i), strictly lower */
-    float *qk = kk + round16(C * C);  /* {C, C}: (q_t . k_i) G_ti, lower */
-    float *u = qk + round16(C * C);   /* {C, dv}: the corrections */
-    float *lg = u + round16(C * dv);  /* {C}: log g_t */
-    float *cl = lg + round16(C);      /* {C}: log gamma_t */
+    const size_t C = chunk < L ? chunk : L, ldn = round16(C);
+    const bool gated = p->gate != NULL;
+    float *St = work;                   /* {dk, dv} */
+    float *kh = St + round16(dk * dv);  /* {C, dk}: unit keys (G_end-scaled at the end) */
+    float *kt = kh + round16(C * dk);   /* {dk, ldn}: unit keys transposed */
+    float *kk = kt + dk * ldn;          /* {C, ldn}: beta_t G_ti (k_t . k_i), strictly lower */
+    float *qk = kk + C * ldn;           /* {C, ldn}: G_ti (q_t . k_i), lower */
+    float *ti = qk + C * ldn;           /* {C, ldn}: (I + kk)^{-1} */
+    float *w = ti + C * ldn;            /* {C, dv}: right-hand sides */
+    float *u = w + round16(C * dv);     /* {C, dv}: the corrections */
+    float *lg = u + round16(C * dv);    /* {C}: log g_t */
+    float *gam = lg + ldn;              /* {ldn}: gamma_t */
+    float *nbg = gam + ldn;             /* {C}: -beta_t gamma_t */
+    float *dl = nbg + ldn;              /* {ldn}: one row of log G */
+    float *gend = dl + ldn;             /* {ldn}: G_{n-1, i} */
     load_state(p, h, St);
     for (size_t t0 = 0; t0 < L; t0 += C) {
         const size_t n = L - t0 < C ? L - t0 : C;
@@ -102,65 +520,44 @@ void CHUNKED_NAME(const lm_delta_seq_f32 *p, size_t h, size_t chunk, float *work
         const float *v = p->v + row0 * dv;    /* {n, dv} */
         const float *beta = p->beta + row0;   /* {n} */
         float *y = p->y + row0 * dv;          /* {n, dv} */
+        prefetch_rows(p, row0 + n, t0 + n < L ? (L - t0 - n < C ? L - t0 - n : C) : 0);
+        unit_keys(p->k + row0 * dk, n, dk, ldn, kh, kt, dl, gend);
         float acc = 0.0f;
         for (size_t t = 0; t < n; t++) {
-            unit_key(p->k + (row0 + t) * dk, kh + t * dk, dk);
-            lg[t] = p->gate != NULL ? logf(p->gate[row0 + t]) : 0.0f;
-            cl[t] = acc += lg[t];
+            lg[t] = gated ? logf(p->gate[row0 + t]) : 0.0f;
+            gam[t] = acc += lg[t]; /* log gamma_t = log (g_0 ... g_t) */
+            const LM_V b = V_SET1(beta[t]); /* w_t = beta_t v_t */
+            size_t j = 0;
+            for (; j + LM_W <= dv; j += LM_W)
+                V_STOREU(w + t * dv + j, V_MUL(b, V_LOADU(v + t * dv + j)));
+            for (; j < dv; j++)
+                w[t * dv + j] = beta[t] * v[t * dv + j];
         }
-        /* kk = K K^T, qk = Q K^T (lower parts; the masks follow) */
+        for (size_t t = n; t < ldn; t++)
+            gam[t] = 0.0f;
+        exp_row(gam, ldn); /* gamma_t (1 without a gate) */
         for (size_t t = 0; t < n; t++)
-            for (size_t c = 0; c < dk; c++)
-                kt[c * C + t] = kh[t * dk + c];
-        memset(kk, 0, n * C * sizeof(float));
-        memset(qk, 0, n * C * sizeof(float));
-        gemm_acc_lower(n, dk, kh, dk, kt, C, kk, C);
-        gemm_acc_lower(n, dk, q, dk, kt, C, qk, C);
-        for (size_t t = 0; t < n; t++) {
-            float d = 0.0f; /* log G_ti = lg_{i+1} + ... + lg_t, summed from t down */
-            for (size_t i = t; i-- > 0;) {
-                d += lg[i + 1];
-                const float G = expf(d);
-                kk[t * C + i] *= -beta[t] * G;
-                qk[t * C + i] *= G;
-            }
-            for (size_t i = t + 1; i < n; i++)
-                qk[t * C + i] = 0.0f;
-        }
-        /* u_t = beta_t (v_t - gamma_t (S_0 k_t)), then the triangular solve
-         * u_t += sum_{i<t} kk_ti u_i, row by row */
-        memset(u, 0, n * dv * sizeof(float));
-        gemm_acc(n, dv, dk, kh, dk, St, dv, u, dv);
-        for (size_t t = 0; t < n; t++) {
-            const float gamma = expf(cl[t]);
-            for (size_t j = 0; j < dv; j++)
-                u[t * dv + j] = beta[t] * (v[t * dv + j] - gamma * u[t * dv + j]);
-            if (t > 0)
-                gemm_acc(1, dv, t, kk + t * C, C, u, dv, u + t * dv, dv);
-        }
-        /* y = diag(gamma) Q S_0^T + qk U */
-        for (size_t t = 0; t < n; t++) {
-            const float gamma = expf(cl[t]);
-            for (size_t c = 0; c < dk; c++)
-                qd[t * dk + c] = gamma * q[t * dk + c];
-        }
-        memset(y, 0, n * dv * sizeof(float));
-        gemm_acc(n, dv, dk, qd, dk, St, dv, y, dv);
-        gemm_acc_tril(n, dv, qk, C, u, dv, y, dv);
-        /* S_C = gamma_C S_0 + (G_C K)^T U, G_C,i = exp(lg_{i+1} + ... + lg_{n-1}) */
-        if (p->gate != NULL) {
-            const float gamma_c = expf(cl[n - 1]);
-            for (size_t c = 0; c < dk; c++)
-                scale_row(St + c * dv, gamma_c, dv);
-            float d = 0.0f;
-            for (size_t i = n; i-- > 0;) {
-                const float G = expf(d);
-                for (size_t c = 0; c < dk; c++)
-                    kt[c * C + i] *= G;
-                d += lg[i];
-            }
-        }
-        gemm_acc(dk, dv, n, kt, C, u, dv, St, dv);
+            nbg[t] = -beta[t] * gam[t];
+        /* kk = K K^T, qk = Q K^T (lower parts), then the decays and masks */
+        const size_t nw = (n + LM_W - 1) / LM_W * LM_W; /* kt's padded tokens are zero */
+        const operand scores[2] = {{n, kh, dk, 1, kk, ldn, NULL, 0.0f},
+                                   {n, q, dk, 1, qk, ldn, NULL, 0.0f}};
+        mm_sets(SHAPE_LOWER_C, bk_score, nw, dk, kt, ldn, scores, 2);
+        decay_masks(n, ldn, lg, beta, kk, qk, dl, gend, gated);
+        /* U = (I + kk)^{-1} W with W = beta (V - diag(gamma) K S_0) */
+        unit_lower_inverse(n, ldn, kk, ti);
+        /* W = beta V - diag(beta gamma) K S_0 and Y = diag(gamma) Q S_0 in one pass over S_0 */
+        const operand states[2] = {{n, kh, dk, 1, w, dv, nbg, 1.0f},
+                                   {n, q, dk, 1, y, dv, gam, 0.0f}};
+        mm_sets(SHAPE_FULL, bk_state, dv, dk, St, dv, states, 2);
+        mm(SHAPE_TRIL_A, bk_tril, n, dv, n, ti, ldn, 1, w, dv, u, dv, NULL, 0.0f);
+        /* Y += qk U */
+        mm(SHAPE_TRIL_A, bk_tril, n, dv, n, qk, ldn, 1, u, dv, y, dv, NULL, 1.0f);
+        /* S_C = gamma_{n-1} S_0 + (G_end K)^T U */
+        if (gated)
+            for (size_t t = 0; t < n; t++)
+                scale_row(kh + t * dk, gend[t], dk);
+        mm(SHAPE_FULL, bk_update, dk, dv, n, kh, 1, dk, u, dv, St, dv, NULL, gam[n - 1]);
     }
     store_state(p, h, St);
 }

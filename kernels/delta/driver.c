@@ -3,7 +3,8 @@
 #include "delta.h"
 #include "lm_ops.h"
 
-#include <math.h>
+#include <stdint.h>
+#include <string.h>
 #include <omp.h>
 
 static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
@@ -12,9 +13,13 @@ size_t lm_delta_work_floats(const lm_delta_seq_f32 *p, size_t chunk)
 {
     const size_t dk = p->d_key, dv = p->d_value;
     const size_t C = chunk < p->length ? chunk : p->length;
-    /* St, kh, qd, kt, kk, qk, u, lg, cl (delta_body.h); covers the recurrent St, kh, u */
-    return round16(dk * dv) + 2 * round16(C * dk) + round16(dk * C) + 2 * round16(C * C) +
-           round16(C * dv) + 2 * round16(C) + round16(dk) + round16(dv);
+    const size_t ldn = round16(C);
+    /* chunked (delta_body.h): St, kh, kt {dk, ldn}, kk, qk, ti {C, ldn}, w, u, then lg, gam,
+     * nbg, dl, gend {ldn}; recurrent: St, kh, u */
+    const size_t chunked = round16(dk * dv) + round16(C * dk) + dk * ldn + 3 * C * ldn +
+                           2 * round16(C * dv) + 5 * ldn;
+    const size_t recurrent = round16(dk * dv) + round16(dk) + round16(dv);
+    return chunked > recurrent ? chunked : recurrent;
 }
 
 lm_status lm_delta_rule_f32(lm_delta_head_f32_fn kernel, bool chunked,
@@ -36,11 +41,18 @@ lm_status lm_delta_rule_f32(lm_delta_head_f32_fn kernel, bool chunked,
         if (p->gate != NULL && !(p->gate[i] > 0.0f && p->gate[i] <= 1.0f))
             return lm_fail(err, LM_ERR_DOMAIN, "gate must lie in (0, 1], gate[%zu] = %g", i,
                            (double)p->gate[i]);
+        /* max |k| on the bit patterns: non-negative floats order as their bits, NaN and
+         * infinity sit at 0x7f800000 and above; integer lanes vectorize on every path */
         const float *k = p->k + i * dk;
-        float top = 0.0f;
-        for (size_t c = 0; c < dk; c++)
-            top = fmaxf(top, fabsf(k[c]));
-        if (!(top > 0.0f) || !isfinite(top))
+        uint32_t top = 0;
+#pragma omp simd reduction(max : top)
+        for (size_t c = 0; c < dk; c++) {
+            uint32_t bits;
+            memcpy(&bits, k + c, sizeof bits);
+            bits &= 0x7fffffffu; /* |k[c]| */
+            top = bits > top ? bits : top;
+        }
+        if (top == 0 || top >= 0x7f800000u)
             return lm_fail(err, LM_ERR_DOMAIN, "k must have non-zero (finite) norm: head %zu, "
                            "token %zu", i / L, i % L);
     }

@@ -12,10 +12,10 @@ size_t lm_linear_chunk_work_floats(const lm_linear_f32 *p, size_t chunk)
 {
     const size_t dk = p->d_key, dv = p->d_value;
     const size_t C = chunk < p->length ? chunk : p->length;
-    /* S, z, fq, fk, kt, A, ratio, cum, cl, den, lg (linear_body.h); also covers the
-     * recurrent kernel's S, z, fq, fk. */
+    /* S, z, fq, fk, kt, A, ratio, cum, cl, den, lg, seg, bq (linear_body.h); also covers
+     * the recurrent kernel's S, z, fq, fk. */
     return round16(dk * dv) + 3 * round16(dk) + 3 * round16(C * dk) + round16(dk * C) +
-           round16(C * C) + 3 * round16(C) + 2 * round16(dk);
+           round16(C * C) + 5 * round16(C) + 2 * round16(dk);
 }
 
 lm_status lm_linear_attention_f32(lm_linear_head_f32_fn kernel, bool chunked,

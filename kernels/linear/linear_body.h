@@ -1,8 +1,8 @@
 /* The multi-head linear-attention kernels (linear.h), written once and instantiated per
  * ISA through the mapping layer kernels/ssm/simd_<isa>.h; RECURRENT_NAME and CHUNKED_NAME
  * name the two public functions. Vectors run along the rows of row-major matrices (the
- * value dimension of S and y, the key index of the score rows); small matrix products use
- * a 2-row x 4-vector register block. */
+ * value dimension of S and y, the key index of the score rows); small matrix products run on
+ * the register-blocked micro-kernel of gemm_body.h. */
 #include "gemm_body.h"
 
 static inline float feature(lm_linear_feature f, float x)
@@ -64,77 +64,173 @@ void RECURRENT_NAME(const lm_linear_f32 *p, size_t h, size_t chunk, float *work)
         memcpy(p->z_final + h * dk, z, dk * sizeof(float));
 }
 
+/* Scores of a chunk under a scalar gate, in place: row t of A {n, C} gets
+ * A[t, s] *= b_t / b_s = exp(lg_{s+1} + ... + lg_t) for s <= t (<= 1). The exponents are
+ * summed directly, one row from the previous (seg_s += lg_t, seg_t = 0), not as
+ * cl_t - cl_s, whose rounding would grow with |cl|. seg {round16(C)} is scratch (the tail
+ * of a row reads a whole vector of it). */
+static void decay_scores(float *A, size_t C, size_t n, const float *lg, float *seg)
+{
+    for (size_t t = 0; t < n; t++) {
+        float *a = A + t * C; /* {t + 1} used */
+        const LM_V add = V_SET1(lg[t]);
+        size_t s = 0;
+        for (; s + LM_W <= t; s += LM_W) { /* seg_s += lg_t;  a_s *= exp(seg_s) */
+            const LM_V e = V_ADD(V_LOADU(seg + s), add);
+            V_STOREU(seg + s, e);
+            V_STOREU(a + s, V_MUL(V_LOADU(a + s), V_EXP(e)));
+        }
+        if (s < t) { /* the tail: one vector of exponents (seg has whole vectors: round16) */
+            _Alignas(64) float e[LM_W];
+            V_STOREU(e, V_EXP(V_ADD(V_LOADU(seg + s), add)));
+            for (size_t i = 0; s + i < t; i++) {
+                seg[s + i] += lg[t];
+                a[s + i] *= e[i];
+            }
+        }
+        seg[t] = 0.0f; /* a_t *= 1 */
+    }
+}
+
+/* Zero the columns t < s < min(n, end of t's row block) of every row t of A {n, C}: the
+ * entries above the diagonal that gemm_acc_tril reads (its row block [i, i + MR) runs over
+ * the columns below i + MR). */
+static void mask_scores(float *A, size_t C, size_t n)
+{
+    for (size_t t = 0; t < n; t++) {
+        const size_t end = (t / LM_GEMM_MR + 1) * LM_GEMM_MR;
+        for (size_t s = t + 1; s < end && s < n; s++)
+            A[t * C + s] = 0.0f;
+    }
+}
+
+/* sum of x[0:n] */
+static inline float sum_row(const float *x, size_t n)
+{
+    LM_V acc = V_SET1(0.0f);
+    size_t i = 0;
+    for (; i + LM_W <= n; i += LM_W)
+        acc = V_ADD(acc, V_LOADU(x + i));
+    float s = hsum(acc);
+    for (; i < n; i++)
+        s += x[i];
+    return s;
+}
+
+/* y[0:n] = exp(x[0:n]) */
+static inline void exp_row(const float *x, float *y, size_t n)
+{
+    size_t j = 0;
+    for (; j + LM_W <= n; j += LM_W)
+        V_STOREU(y + j, V_EXP(V_LOADU(x + j)));
+    for (; j < n; j++)
+        y[j] = expf(x[j]);
+}
+
+/* y[0:n] = x[0:n] * s */
+static inline void scale_copy(const float *x, float s, float *y, size_t n)
+{
+    size_t j = 0;
+    for (; j + LM_W <= n; j += LM_W)
+        V_STOREU(y + j, V_MUL(V_LOADU(x + j), V_SET1(s)));
+    for (; j < n; j++)
+        y[j] = x[j] * s;
+}
+
+/* z[0:dk] += sum_s f[s, 0:dk] for f {n, dk} */
+static void add_col_sums(const float *f, size_t n, size_t dk, float *z)
+{
+    size_t c = 0;
+    for (; c + LM_W <= dk; c += LM_W) {
+        LM_V acc = V_LOADU(z + c);
+        for (size_t s = 0; s < n; s++)
+            acc = V_ADD(acc, V_LOADU(f + s * dk + c));
+        V_STOREU(z + c, acc);
+    }
+    for (; c < dk; c++) {
+        float acc = z[c];
+        for (size_t s = 0; s < n; s++)
+            acc += f[s * dk + c];
+        z[c] = acc;
+    }
+}
+
 /* Chunks of C tokens: inter-chunk term from the carried state, intra-chunk masked product,
- * then the state carried past the chunk (linear.h). */
+ * then the state carried past the chunk (linear.h). Per chunk: phi on whole vectors, one
+ * transposed key block for the scores (computed on their lower part only), masks and
+ * decays on whole vectors, the carry S += (phi(k) * ratio)^T v read straight from the key
+ * rows (gemm_acc_at). */
 void CHUNKED_NAME(const lm_linear_f32 *p, size_t h, size_t chunk, float *work)
 {
     const size_t L = p->length, dk = p->d_key, dv = p->d_value;
     const size_t C = chunk < L ? chunk : L;
-    float *S = work;                       /* {dk, dv} carried state */
-    float *z = S + round16(dk * dv);       /* {dk} carried normalizer */
-    float *fq = z + round16(dk);           /* {C, dk}: phi(q) (then * b_t) */
-    float *fk = fq + round16(C * dk);      /* {C, dk}: phi(k) */
-    float *kt = fk + round16(C * dk);      /* {dk, C}: a transposed key block */
+    const bool elu = p->feature != LM_LINEAR_IDENTITY;
+    const lm_linear_gate gk = p->gate_kind;
+    /* The carried state lives in s_final itself when it aliases s0 (the SSD driver carries
+     * the state from call to call that way): no copy in or out. */
+    const bool s_in_place = p->s0 != NULL && p->s0 == p->s_final;
+    const bool z_in_place = p->z0 != NULL && p->z0 == p->z_final;
+    float *S = s_in_place ? p->s_final + h * dk * dv : work; /* {dk, dv} carried state */
+    float *z = z_in_place ? p->z_final + h * dk : work + round16(dk * dv); /* {dk} normalizer */
+    float *fq = work + round16(dk * dv) + round16(dk); /* {C, dk}: phi(q) (* b_t per
+                                                        * channel) */
+    float *fk = fq + round16(C * dk);      /* {C, dk}: phi(k), then phi(k) * ratio (or
+                                            * {C, dv}: v * ratio) */
+    float *kt = fk + round16(C * dk);      /* {dk, C}: phi(k) transposed */
     float *A = kt + round16(dk * C);       /* {C, C}: masked, decayed scores */
     float *ratio = A + round16(C * C);     /* {C, dk}: b_C / b_s per key channel ({C}
                                             * for a scalar gate) */
     float *cum = ratio + round16(C * dk);  /* {dk}: running decay */
     float *cl = cum + round16(dk);         /* {C}: cumulative log of a scalar gate */
-    float *den = cl + round16(C);          /* {C}: normalizers */
+    float *den = cl + round16(C);          /* {C}: rows sums of the scores */
     float *lg = den + round16(C);          /* {C}: log of a scalar gate per token */
-    if (p->s0 != NULL)
-        memcpy(S, p->s0 + h * dk * dv, dk * dv * sizeof(float));
-    else
+    float *seg = lg + round16(C);          /* {C}: exponent sums of a scalar gate */
+    float *bq = seg + round16(C);          /* {C}: b_t of a scalar gate */
+    const bool need_z = p->normalize || p->z_final != NULL;
+    if (p->s0 == NULL)
         memset(S, 0, dk * dv * sizeof(float));
-    if (p->z0 != NULL)
-        memcpy(z, p->z0 + h * dk, dk * sizeof(float));
-    else
+    else if (!s_in_place)
+        memcpy(S, p->s0 + h * dk * dv, dk * dv * sizeof(float));
+    if (p->z0 == NULL)
         memset(z, 0, dk * sizeof(float));
+    else if (!z_in_place)
+        memcpy(z, p->z0 + h * dk, dk * sizeof(float));
 
     for (size_t t0 = 0; t0 < L; t0 += C) {
         const size_t n = L - t0 < C ? L - t0 : C;
         const size_t row0 = h * L + t0;
+        const float *q = p->q + row0 * dk; /* {n, dk} */
+        const float *k = p->k + row0 * dk; /* {n, dk} */
         const float *v = p->v + row0 * dv; /* {n, dv} */
         float *y = p->y + row0 * dv;       /* {n, dv} */
-        if (p->feature == LM_LINEAR_IDENTITY) {
-            memcpy(fq, p->q + row0 * dk, n * dk * sizeof(float));
-            memcpy(fk, p->k + row0 * dk, n * dk * sizeof(float));
-        } else {
-            for (size_t i = 0; i < n * dk; i++) {
-                fq[i] = feature(p->feature, p->q[row0 * dk + i]);
-                fk[i] = feature(p->feature, p->k[row0 * dk + i]);
-            }
+        /* phi(q), phi(k): the identity reads q and k in place until something scales them */
+        const float *pq = q, *pk = k;
+        if (elu) {
+            elu1_row(q, fq, n * dk);
+            elu1_row(k, fk, n * dk);
+            pq = fq, pk = fk;
+        } else if (gk == LM_LINEAR_GATE_CHANNEL) {
+            memcpy(fq, q, n * dk * sizeof(float));
+            memcpy(fk, k, n * dk * sizeof(float));
+            pq = fq, pk = fk;
         }
 
         /* Scores w_ts (s <= t), before the query is decayed. */
-        memset(A, 0, n * C * sizeof(float));
-        if (p->gate_kind != LM_LINEAR_GATE_CHANNEL) {
-            for (size_t s = 0; s < n; s++) /* kt = fk^T */
-                for (size_t c = 0; c < dk; c++)
-                    kt[c * C + s] = fk[s * dk + c];
-            gemm_acc_lower(n, dk, fq, dk, kt, C, A, C); /* A = fq fk^T, lower part */
-            if (p->gate_kind == LM_LINEAR_GATE_SCALAR) {
+        if (gk != LM_LINEAR_GATE_CHANNEL) {
+            transpose(n, dk, pk, dk, kt, C);
+            gemm_set_lower(n, dk, pq, dk, kt, C, A, C); /* A = phi(q) phi(k)^T, lower part */
+            if (gk == LM_LINEAR_GATE_SCALAR) {
                 float acc = 0.0f;
                 for (size_t t = 0; t < n; t++) {
                     lg[t] = p->gate != NULL ? logf(p->gate[row0 + t]) : p->log_gate[row0 + t];
                     cl[t] = acc += lg[t];
                 }
+                decay_scores(A, C, n, lg, seg);
             }
-            for (size_t t = 0; t < n; t++) {
-                for (size_t s = t + 1; s < n; s++) /* causal mask */
-                    A[t * C + s] = 0.0f;
-                if (p->gate_kind == LM_LINEAR_GATE_SCALAR) {
-                    /* b_t / b_s = exp(lg_{s+1} + ... + lg_t) <= 1, the exponent summed from
-                     * t down (not cl_t - cl_s: its rounding would grow with |cl|) */
-                    float d = 0.0f;
-                    for (size_t s = t; s-- > 0;) {
-                        d += lg[s + 1];
-                        A[t * C + s] *= expf(d);
-                    }
-                }
-            }
+            mask_scores(A, C, n);
         } else {
             /* b_t / b_s per channel as running products: w = fk_s * a_{s+1} * ... * a_t */
+            memset(A, 0, n * C * sizeof(float));
             for (size_t s = 0; s < n; s++) {
                 float *w = cum; /* {dk} */
                 memcpy(w, fk + s * dk, dk * sizeof(float));
@@ -151,15 +247,17 @@ void CHUNKED_NAME(const lm_linear_f32 *p, size_t h, size_t chunk, float *work)
             }
         }
 
-        /* Decay of each key channel from the chunk start: fq *= b_t; ratio_s = b_C / b_s. */
-        if (p->gate_kind == LM_LINEAR_GATE_SCALAR) {
-            float d = 0.0f; /* lg_{t+1} + ... + lg_{n-1}, summed from the end */
+        /* Decay from the chunk start: a scalar gate's b_t (bq, applied to the rows of y and
+         * to the normalizers), or fq = phi(q) * b_t per channel; ratio_s = b_C / b_s. */
+        if (gk == LM_LINEAR_GATE_SCALAR) {
+            float d = 0.0f; /* seg_t = lg_{t+1} + ... + lg_{n-1}, summed from the end */
             for (size_t t = n; t-- > 0;) {
-                scale_row(fq + t * dk, expf(cl[t]), dk);
-                ratio[t] = expf(d); /* one ratio per token: ratio {C} */
+                seg[t] = d;
                 d += lg[t];
             }
-        } else if (p->gate_kind == LM_LINEAR_GATE_CHANNEL) {
+            exp_row(seg, ratio, n); /* one ratio per token: ratio {C} */
+            exp_row(cl, bq, n);
+        } else if (gk == LM_LINEAR_GATE_CHANNEL) {
             for (size_t c = 0; c < dk; c++)
                 cum[c] = 1.0f;
             for (size_t t = 0; t < n; t++) {
@@ -178,51 +276,55 @@ void CHUNKED_NAME(const lm_linear_f32 *p, size_t h, size_t chunk, float *work)
             }
         }
 
-        /* y = (fq * b) S + A v;  den = (fq * b) . z + rowsum(A) */
-        memset(y, 0, n * dv * sizeof(float));
-        gemm_acc(n, dv, dk, fq, dk, S, dv, y, dv);
+        /* y = (phi(q) * b) S + A v;  den = (phi(q) * b) . z + rowsum(A) */
+        const bool scalar = gk == LM_LINEAR_GATE_SCALAR;
+        if (p->normalize)
+            for (size_t t = 0; t < n; t++)
+                den[t] = dot(pq + t * dk, z, dk) * (scalar ? bq[t] : 1.0f) +
+                         sum_row(A + t * C, t + 1);
+        gemm_set(n, dv, dk, pq, dk, S, dv, y, dv);
+        if (scalar)
+            for (size_t t = 0; t < n; t++)
+                scale_row(y + t * dv, bq[t], dv);
         gemm_acc_tril(n, dv, A, C, v, dv, y, dv);
         if (p->normalize)
-            for (size_t t = 0; t < n; t++) {
-                float d = dot(fq + t * dk, z, dk);
-                for (size_t s = 0; s <= t; s++)
-                    d += A[t * C + s];
-                den[t] = d;
-                scale_row(y + t * dv, 1.0f / d, dv);
-            }
+            for (size_t t = 0; t < n; t++)
+                scale_row(y + t * dv, 1.0f / den[t], dv);
 
-        /* Carry: S = diag(b_C) S + (fk * ratio)^T v;  z = b_C * z + sum_s fk_s * ratio_s */
-        if (p->gate_kind != LM_LINEAR_GATE_NONE) {
-            for (size_t c = 0; c < dk; c++) {
-                const float bc = p->gate_kind == LM_LINEAR_GATE_SCALAR ? expf(cl[n - 1]) : cum[c];
-                scale_row(S + c * dv, bc, dv);
-                z[c] *= bc;
+        /* Carry: S = diag(b_C) S + (phi(k) * ratio)^T v;
+         *        z = b_C * z + sum_s phi(k_s) * ratio_s (when z is used) */
+        float beta = 1.0f;  /* a scalar gate's b_C, folded into the product's pass over S */
+        const float *pv = v; /* {n, dv} */
+        if (gk == LM_LINEAR_GATE_SCALAR) {
+            beta = bq[n - 1];
+            if (need_z || pk == fk || dv > dk) { /* the ratios on the keys */
+                for (size_t s = 0; s < n; s++)
+                    scale_copy(pk + s * dk, ratio[s], fk + s * dk, dk);
+                pk = fk;
+            } else { /* on the values (no more of them than keys; k stays in place) */
+                for (size_t s = 0; s < n; s++)
+                    scale_copy(v + s * dv, ratio[s], fk + s * dv, dv);
+                pv = fk;
             }
-            if (p->gate_kind == LM_LINEAR_GATE_SCALAR)
-                for (size_t s = 0; s < n; s++)
-                    scale_row(fk + s * dk, ratio[s], dk);
-            else
-                for (size_t s = 0; s < n; s++)
-                    for (size_t c = 0; c < dk; c++)
-                        fk[s * dk + c] *= ratio[s * dk + c];
+            if (need_z)
+                for (size_t c = 0; c < dk; c++)
+                    z[c] *= beta;
+        } else if (gk == LM_LINEAR_GATE_CHANNEL) {
+            for (size_t c = 0; c < dk; c++) {
+                scale_row(S + c * dv, cum[c], dv);
+                z[c] *= cum[c];
+            }
             for (size_t s = 0; s < n; s++)
                 for (size_t c = 0; c < dk; c++)
-                    kt[c * C + s] = fk[s * dk + c];
-        } else {
-            for (size_t s = 0; s < n; s++)
-                for (size_t c = 0; c < dk; c++)
-                    kt[c * C + s] = fk[s * dk + c];
+                    fk[s * dk + c] *= ratio[s * dk + c];
+            pk = fk;
         }
-        gemm_acc(dk, dv, n, kt, C, v, dv, S, dv);
-        for (size_t c = 0; c < dk; c++) {
-            float acc = z[c];
-            for (size_t s = 0; s < n; s++)
-                acc += kt[c * C + s];
-            z[c] = acc;
-        }
+        gemm_scale_acc_at(dk, dv, n, beta, pk, dk, pv, dv, S, dv);
+        if (need_z)
+            add_col_sums(pk, n, dk, z);
     }
-    if (p->s_final != NULL)
+    if (p->s_final != NULL && !s_in_place)
         memcpy(p->s_final + h * dk * dv, S, dk * dv * sizeof(float));
-    if (p->z_final != NULL)
+    if (p->z_final != NULL && !z_in_place)
         memcpy(p->z_final + h * dk, z, dk * sizeof(float));
 }

@@ -10,6 +10,24 @@
 
 static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
 
+/* Rows of x and y sit H P floats apart (a new page every token), too far apart for the
+ * hardware prefetcher to run ahead of a short per-token loop: fetch SSD_AHEAD tokens ahead. */
+enum { SSD_AHEAD = 8 };
+
+static inline void prefetch_row(const float *row, size_t count, bool for_write)
+{
+#if defined(__GNUC__)
+    for (size_t i = 0; i < count; i += 16) { /* one 64-byte line per 16 floats */
+        if (for_write)
+            __builtin_prefetch(row + i, 1, 3);
+        else
+            __builtin_prefetch(row + i, 0, 3);
+    }
+#else
+    (void)row, (void)count, (void)for_write;
+#endif
+}
+
 static float softplusf(float u) { return fmaxf(u, 0.0f) + log1pf(expf(-fabsf(u))); }
 
 static lm_status check(const lm_ssm_ssd_f32 *p, lm_error *err)
@@ -51,76 +69,113 @@ lm_status lm_ssm_ssd_scan_f32(lm_linear_head_f32_fn kernel, bool chunked,
     const size_t B = p->batch, L = p->length, H = p->heads, P = p->head_dim;
     const size_t G = p->groups, N = p->state;
     /* Time is walked in blocks of T tokens (a whole number of chunks, so the chunk
-     * boundaries are those of one call over the sequence), the state carried in place from
-     * block to block: the per-thread workspace stays small and cache-resident instead of
-     * O(L) (an O(L) workspace cost a page fault per 4 KiB on every call). */
+     * boundaries are those of one call over the sequence): the per-thread workspace stays
+     * small and cache-resident instead of O(L) (an O(L) workspace cost a page fault per
+     * 4 KiB on every call). Time blocks are the outer loop and the (batch row, head) items
+     * the inner one, each item's state kept (transposed) in `states` and updated in place
+     * by the kernel: the B and C rows of a block are read from memory once and then from
+     * cache by every head of the group, and the x and y rows of a token (all heads side by
+     * side) are walked head after head. */
     const size_t T0 = chunk >= 256 ? chunk : chunk * (256 / chunk);
     const size_t T = T0 < L ? T0 : L;
     lm_linear_f32 shape = {.heads = 1, .length = T, .d_key = N, .d_value = P};
     const size_t kernel_work = lm_linear_chunk_work_floats(&shape, chunk);
-    const size_t per_thread = 2 * round16(T * N) + 2 * round16(T * P) + round16(T) +
-                              round16(N * P) + kernel_work;
-    const size_t items = B * H;
+    /* With one group, C and B rows are read in place (row stride N); with more groups the
+     * head's group is gathered into q and k. */
+    const bool gather_bc = G > 1;
+    const size_t per_thread = (gather_bc ? 2 * round16(T * N) : 0) + 3 * round16(T * P) +
+                              round16(T) + kernel_work;
+    const size_t items = B * H, state_floats = round16(N * P);
     const int threads = items > 1 ? omp_get_max_threads() : 1;
+    float *states = lm_alloc(items * state_floats * sizeof(float)); /* {B H, N, P} */
     float *work = lm_alloc((size_t)threads * per_thread * sizeof(float));
-    if (work == NULL)
+    if (work == NULL || states == NULL) {
+        lm_free(work), lm_free(states);
         return lm_fail(err, LM_ERR_NOMEM, "no memory for the SSD workspace");
+    }
 #pragma omp parallel num_threads(threads)
     {
-        float *q = work + (size_t)omp_get_thread_num() * per_thread; /* {T, N}: C */
-        float *k = q + round16(T * N);    /* {T, N}: delta B */
-        float *v = k + round16(T * N);    /* {T, P}: x */
-        float *yb = v + round16(T * P);   /* {T, P} */
+        float *qb = work + (size_t)omp_get_thread_num() * per_thread; /* {T, N}: C */
+        float *kb = qb + (gather_bc ? round16(T * N) : 0);           /* {T, N}: B */
+        float *v = kb + (gather_bc ? round16(T * N) : 0);            /* {T, P}: delta x */
+        float *xb = v + round16(T * P);   /* {T, P}: x */
+        float *yb = xb + round16(T * P);  /* {T, P} */
         float *lg = yb + round16(T * P);  /* {T}: delta A = log abar */
-        float *s = lg + round16(T);       /* {N, P}: the state transposed */
-        float *kw = s + round16(N * P);   /* the kernel's workspace */
-#pragma omp for schedule(dynamic, 1)
+        float *kw = lg + round16(T);      /* the kernel's workspace */
+        /* static schedules: a thread keeps the same items, their states in its cache */
+#pragma omp for schedule(static)
         for (long long item = 0; item < (long long)items; item++) {
-            const size_t bi = (size_t)item / H, h = (size_t)item % H, g = h / (H / G);
-            const float bias = p->dt_bias ? p->dt_bias[h] : 0.0f;
-            const float skip = p->skip ? p->skip[h] : 0.0f;
+            float *s = states + (size_t)item * state_floats; /* {N, P} */
             if (p->h0 != NULL) {
-                const float *h0 = p->h0 + (bi * H + h) * P * N; /* {P, N} */
+                const float *h0 = p->h0 + (size_t)item * P * N; /* {P, N} */
                 for (size_t i = 0; i < P; i++)
                     for (size_t n = 0; n < N; n++)
                         s[n * P + i] = h0[i * N + n];
             } else {
                 memset(s, 0, N * P * sizeof(float));
             }
-            for (size_t t0 = 0; t0 < L; t0 += T) {
-                const size_t len = L - t0 < T ? L - t0 : T;
+        }
+        for (size_t t0 = 0; t0 < L; t0 += T) {
+            const size_t len = L - t0 < T ? L - t0 : T;
+#pragma omp for schedule(static)
+            for (long long item = 0; item < (long long)items; item++) {
+                const size_t bi = (size_t)item / H, h = (size_t)item % H, g = h / (H / G);
+                const float bias = p->dt_bias ? p->dt_bias[h] : 0.0f;
+                const float skip = p->skip ? p->skip[h] : 0.0f;
+                float *s = states + (size_t)item * state_floats; /* {N, P} */
+                /* k_t = B_t, v_t = delta_t x_t: the state update delta_t B_t x_t^T and the
+                 * scores C_t . (delta_s B_s) of the chunked form, with delta on the value
+                 * side so that B and C are shared by the heads of a group */
                 for (size_t t = 0; t < len; t++) {
                     const size_t row = bi * L + t0 + t;
                     const float delta = softplusf(p->dt_raw[row * H + h] + bias);
                     lg[t] = delta * p->a[h];
-                    const float *bt = p->b + (row * G + g) * N, *ct = p->c + (row * G + g) * N;
-                    for (size_t n = 0; n < N; n++) {
-                        q[t * N + n] = ct[n];
-                        k[t * N + n] = delta * bt[n];
+                    const float *x = p->x + (row * H + h) * P; /* {P} */
+                    float *xt = xb + t * P, *vt = v + t * P;
+                    if (t + SSD_AHEAD < len) /* rows H P floats apart: one page each */
+                        prefetch_row(x + SSD_AHEAD * H * P, P, false);
+#pragma omp simd
+                    for (size_t i = 0; i < P; i++) {
+                        xt[i] = x[i];
+                        vt[i] = delta * x[i];
                     }
-                    memcpy(v + t * P, p->x + (row * H + h) * P, P * sizeof(float));
+                    if (gather_bc) {
+                        memcpy(qb + t * N, p->c + (row * G + g) * N, N * sizeof(float));
+                        memcpy(kb + t * N, p->b + (row * G + g) * N, N * sizeof(float));
+                    }
                 }
+                const size_t row0 = bi * L + t0;
                 lm_linear_f32 one = {.heads = 1, .length = len, .d_key = N, .d_value = P,
                                      .feature = LM_LINEAR_IDENTITY, .normalize = false,
-                                     .gate_kind = LM_LINEAR_GATE_SCALAR, .q = q, .k = k,
-                                     .v = v, .s0 = s, .y = yb, .s_final = s, .log_gate = lg};
+                                     .gate_kind = LM_LINEAR_GATE_SCALAR,
+                                     .q = gather_bc ? qb : p->c + row0 * N,
+                                     .k = gather_bc ? kb : p->b + row0 * N, .v = v, .s0 = s,
+                                     .y = yb, .s_final = s, .log_gate = lg};
                 kernel(&one, 0, chunk, kw);
                 for (size_t t = 0; t < len; t++) {
-                    const size_t row = bi * L + t0 + t;
-                    const float *x = p->x + (row * H + h) * P;
-                    float *y = p->y + (row * H + h) * P;
+                    const size_t row = row0 + t;
+                    const float *xt = xb + t * P, *yt = yb + t * P;
+                    float *y = p->y + (row * H + h) * P; /* {P} */
+                    if (t + SSD_AHEAD < len)
+                        prefetch_row(y + SSD_AHEAD * H * P, P, true);
+#pragma omp simd
                     for (size_t i = 0; i < P; i++)
-                        y[i] = yb[t * P + i] + skip * x[i];
+                        y[i] = yt[i] + skip * xt[i];
                 }
             }
-            if (p->h_final != NULL) {
-                float *hf = p->h_final + (bi * H + h) * P * N;
+        }
+        if (p->h_final != NULL) {
+#pragma omp for schedule(static)
+            for (long long item = 0; item < (long long)items; item++) {
+                const float *s = states + (size_t)item * state_floats;
+                float *hf = p->h_final + (size_t)item * P * N; /* {P, N} */
                 for (size_t i = 0; i < P; i++)
                     for (size_t n = 0; n < N; n++)
                         hf[i * N + n] = s[n * P + i];
             }
         }
     }
+    lm_free(states);
     lm_free(work);
     return LM_OK;
 }

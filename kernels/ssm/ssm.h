@@ -250,8 +250,10 @@ typedef struct lm_ssm_ssd_f32 {
 lm_status lm_ssm_ssd_f64_ref(const lm_ssm_ssd_f64 *p, lm_error *err);
 
 /* The operator: checks p (as the oracle, without scanning token data), then for every
- * (batch row, head) gathers q, k, v and the log-gate into a per-thread workspace and runs
- * `kernel` (NULL: the active ISA's chunked kernel when chunked, recurrent otherwise).
+ * (batch row, head) runs `kernel` (NULL: the active ISA's chunked kernel when chunked,
+ * recurrent otherwise) over blocks of time with the head's state carried in place: q = C,
+ * k = B and the log-gate are read in place with one group, gathered per head otherwise;
+ * v = delta x is formed per block.
  * chunk 0 is LM_ERR_ARG when chunked. */
 lm_status lm_ssm_ssd_scan_f32(lm_linear_head_f32_fn kernel, bool chunked,
                               const lm_ssm_ssd_f32 *p, size_t chunk, lm_error *err);
