@@ -18,6 +18,7 @@ def load(directory):
         with open(path, newline="") as f:
             for r in csv.DictReader(f):
                 if r.get("status", "ok") == "ok" and "median_s" in r:
+                    r["_file"] = os.path.splitext(os.path.basename(path))[0]
                     rows.append(r)
     return rows
 
@@ -42,8 +43,12 @@ def pick(rows, **want):
     return out
 
 
-def one(rows, **want):
+def one(rows, prefer=None, **want):
+    """The last row matching `want`; from the sweep file `prefer` (targets.sh's name, e.g.
+    "decode") when that file has one, so that a ratio compares rows of one invocation."""
     found = pick(rows, **want)
+    if prefer is not None and any(r["_file"] == prefer for r in found):
+        found = [r for r in found if r["_file"] == prefer]
     return found[-1] if found else None
 
 
@@ -79,18 +84,19 @@ def attention(rows, t):
                 "| target | measured (median) | verdict |", "|---|---|---|"]
     for dtype in ("f32", "f16"):
         for n in (32768, 131072):
-            r = one(rows, kernel="attn_decode", dtype=dtype, n_ctx=n, threads=2)
+            r = one(rows, "decode", kernel="attn_decode", dtype=dtype, n_ctx=n, threads=2)
             name = f"decode {dtype}, n = {n}, 2 threads: >= 75 % of triad"
             if r is None:
                 t.add(name, "-", None)
             else:
                 t.add(name, f"{ms(r)}, {f(r, 'gbps'):.1f} GB/s = {100 * f(r, 'roofline_frac'):.0f} %",
                       f(r, "roofline_frac") >= 0.75)
-            r1 = one(rows, kernel="attn_decode", dtype=dtype, n_ctx=n, threads=1)
+            r1 = one(rows, "decode", kernel="attn_decode", dtype=dtype, n_ctx=n, threads=1)
             if r is not None and r1 is not None:
                 s = f(r1, "median_s") / f(r, "median_s")
                 t.add(f"decode {dtype}, n = {n}: 1 -> 2 threads >= 1.7x", f"{s:.2f}x", s >= 1.7)
-    f16 = one(rows, kernel="attn_decode", dtype="f16", n_ctx=131072, threads=2, heads=32)
+    f16 = one(rows, "decode_q", kernel="attn_decode", dtype="f16", n_ctx=131072, threads=2,
+              heads=32)
     for dtype, want in (("int8", 1.6), ("int4", 2.5), ("kivi4", None), ("kivi2", 4.0)):
         r = one(rows, kernel="attn_decode_q", dtype=dtype, n_ctx=131072, threads=2)
         name = f"{dtype} decode at n = 131072, 2 threads" + (f": >= {want}x faster than f16"
@@ -129,7 +135,7 @@ def attention(rows, t):
         s = f(causal, "median_s") / f(window, "median_s")
         t.add(name, f"{s:.2f}x vs pair ratio {pair_ratio:.2f}x ({100 * (s / pair_ratio - 1):+.0f} %)",
               abs(s / pair_ratio - 1) <= 0.30)
-    plain = one(rows, kernel="attn_decode", dtype="f32", n_ctx=1024, threads=2)
+    plain = one(rows, "rolling", kernel="attn_decode", dtype="f32", n_ctx=1024, threads=2)
     ring = one(rows, kernel="window_decode", dtype="f32", n_ctx=1000000, chunk=1024, threads=2)
     name = "rolling decode at position 10^6 (w = 1024) vs decode at n = 1024: within 20 %"
     if plain is None or ring is None:
@@ -138,6 +144,13 @@ def attention(rows, t):
         d = f(ring, "median_s") / f(plain, "median_s") - 1
         t.add(name, f"{f(ring, 'median_s') * 1e6:.0f} us vs {f(plain, 'median_s') * 1e6:.0f} us "
                     f"({100 * d:+.1f} %)", abs(d) <= 0.20)
+    near = one(rows, "rolling", kernel="window_decode", dtype="f32", n_ctx=1024, chunk=1024,
+               threads=2)
+    if ring is not None and near is not None:
+        d = f(ring, "median_s") / f(near, "median_s") - 1
+        t.info("rolling decode at position 10^6 vs the same ring at position 1024",
+               f"{f(ring, 'median_s') * 1e6:.0f} us vs {f(near, 'median_s') * 1e6:.0f} us "
+               f"({100 * d:+.1f} %)")
     labels = {"absorbed": "absorbed (latent cache)", "cached": "expanded cache (MHA-sized)",
               "expanded": "expanded, K/V rebuilt every step"}
     for kernel in ("mla_decode_absorbed", "mla_decode_cached", "mla_decode_expanded"):
@@ -146,9 +159,12 @@ def attention(rows, t):
         if r is None:
             t.add(name, "-", None)
         else:
+            h, lat, rope, d = (float(r[k]) for k in ("heads", "d_inner", "d_state", "head_dim"))
+            cache = 4 * (lat + rope) if kernel != "mla_decode_cached" else 4 * h * (2 * d + rope)
             t.info(f"{name}, heads {r['heads']}",
-                   f"{ms(r)}, {f(r, 'bytes') / 32768:.0f} bytes per cached token, "
-                   f"{f(r, 'gflops'):.0f} GFLOP/s, {f(r, 'gbps'):.1f} GB/s")
+                   f"{ms(r)}; cache {cache:.0f} bytes per token; {f(r, 'bytes') / 1e6:.0f} MB "
+                   f"per step by the bench's cost model; {f(r, 'gflops'):.0f} GFLOP/s, "
+                   f"{f(r, 'gbps'):.1f} GB/s")
 
 
 def ratio_target(rows, t, name, fast, slow, want, **where):

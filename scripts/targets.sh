@@ -40,8 +40,9 @@ sweep decode_q --kernel attn_decode,attn_decode_q --dtype f16,int8,int4,kivi4,ki
 sweep prefill --kernel attn_prefill --ctx 4096 --threads 1,2 --reps 3 $GQA
 sweep window --kernel attn_prefill_window --ctx 16384 --chunk 1024 --threads 2 --reps 3 $GQA
 [ "$skip_long" = 1 ] || sweep causal_16k --kernel attn_prefill --ctx 16384 --threads 2 --reps 3 $GQA
-sweep rolling --kernel attn_decode,window_decode --dtype f32 --ctx 1024,1000000 --chunk 1024 \
-    --threads 2 --reps 15 $GQA
+sweep rolling --kernel attn_decode,window_decode --dtype f32 --ctx 1024 --chunk 1024 --threads 2 \
+    --reps 31 $GQA
+sweep rolling --kernel window_decode --dtype f32 --ctx 1000000 --chunk 1024 --threads 2 --reps 31 $GQA
 sweep mla --kernel mla_decode_absorbed,mla_decode_cached,mla_decode_expanded --ctx 32768 --heads 128 --threads 2 \
     --reps 3
 # issue 5: recurrent family
