@@ -154,6 +154,7 @@ Test(kvquant, decode_on_codes_matches_the_code_oracle_on_every_path)
         {700, 32, 1, 128, 0}, /* GQA 32, no recent window, several chunks */
         {150, 2, 2, 128, 64}, /* GQA 1 */
         {45, 4, 1, 48, 5},    /* d 48: vector tails */
+        {130, 6, 1, 256, 8},  /* GQA 6: a pass of 4 heads, then single heads; d > 128 */
         {40, 2, 1, 12, 3},    /* d 12: scalar fallback */
     };
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {

@@ -1,6 +1,20 @@
-/* Quantized-cache decode with integer dot products (AVX512-VNNI): kvquant_body.h over the
- * avx512 SIMD mapping layer, scoring key tiles with VPDPBUSD. Called by
- * lm_kvq_decode_avx512 only when cpuid reports AVX512-VNNI. */
+/* Quantized-cache decode with integer dot products (AVX512-VNNI). Called by
+ * lm_kvq_decode_avx512 only when cpuid reports AVX512-VNNI. Same semantics as the float body
+ * (kvquant_body.h, whose query quantization it uses) except the value weights, which are
+ * quantized to 16 bits per (head, block) as lm_kvq_decode_f64_ref's weight_bound describes.
+ *
+ * Work per block of KB = 64 tokens, for a pass of GN query heads (4, or 1 for the heads left
+ * over) sharing one KV head:
+ *   scores   VPDPBUSD of the int8 query against 16-token key tiles: 16 scores per
+ *            instruction, no horizontal sums, every key row loaded once for the GN heads;
+ *   softmax  in registers (4 vectors per head); the accumulators are rescaled only when a
+ *            head's running maximum grows; the denominators (and KIVI's sum p lo) stay
+ *            vectors until the end of the chunk;
+ *   values   the block's weights p s^v as 16-bit integers (two bytes), VPDPBUSD over value
+ *            groups (dims in lanes, 4 tokens per byte slice), one float update per block.
+ * Software prefetch runs inside the two loops, one line per line consumed, KV_PF_BYTES in
+ * front, so the code streams stay in flight without bursts (a burst of a whole block's
+ * prefetches at its start was about 2x slower at n = 131,072 on one thread). */
 #if !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512VNNI__)
 #error "kernels/kvquant/avx512vnni.c needs -mavx512f -mavx512bw -mavx512vnni"
 #endif
@@ -9,240 +23,389 @@
 #include "../attention/attention.h"
 #include "../attention/simd_avx512.h"
 
+#include <float.h>
+#include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #undef LM_ISA_SUFFIX
 #define LM_ISA_SUFFIX avx512vnni
 
 #include "words_avx512.h"
-#define KQ_STORE_Q8(p, x) _mm_storeu_si128((__m128i *)(void *)(p), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(x)))
+#define KQ_VNNI 1
+#define KQ_STORE_Q8(p, x)                                                                      \
+    _mm_storeu_si128((__m128i *)(void *)(p), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(x)))
+#include "kvquant_body.h"
 
-/* s[g, s_off + t] = q8_g . u_t for the 16 tokens of one key tile, heads [g0, g0 + gn).
- * A 64-byte tile row is 16 tokens x (32 / bits) dims; its k-th byte slice ((x >> bits k) &
- * mask per byte) holds dims 4k .. 4k + 3 of the row for each token, so
- *   acc[t] += sum_i u[t][4k + i] q8[4k + i]     = vpdpbusd(acc, slice, broadcast q8 dword)
- * (unsigned codes x signed query bytes, exact int32 sums). Two accumulators per head
- * hide the instruction's latency. */
-static inline __attribute__((always_inline)) void
-kq_tile_dots_vnni(const uint8_t *tile, size_t rows, int bits, const float *qf, const int8_t *qb,
-                  size_t padded, size_t g0, int gn, float *s, size_t s_off)
+#define KV_INLINE static inline __attribute__((always_inline))
+enum { KV_PF_BYTES = 32768 }; /* software prefetch distance per code stream */
+enum { KB = LM_ATTN_DECODE_BLOCK, KT = LM_KVQ_TILE, KG = LM_KVQ_KIVI_GROUP, QH = 4 };
+_Static_assert(KB == 4 * KT && KB == 2 * KG, "a block is 4 key tiles and 2 KIVI groups");
+
+/* acc + VPDPBUSD(u unsigned bytes, v signed bytes), updated in place. Written as asm
+ * because gcc 12 copies the accumulator to a fresh register around every
+ * _mm512_dpbusd_epi32 in these unrolled loops (twice the instructions). */
+KV_INLINE __m512i kv_dpbusd(__m512i acc, __m512i u, __m512i v)
 {
-    (void)qf;
-    /* slice i = row i / per_row, shift bits (i mod per_row); even slices into acc 0, odd
-     * into acc 1. Rows are walked with the slice index inside unrolled, so every shift is
-     * a constant; at 8 bits (one slice per row) two rows per step. */
-    const int per_row = 8 / bits;
-    const __m512i mask = _mm512_set1_epi8((char)((1u << bits) - 1u));
-    __m512i acc[DEC_GB][2];
-    _Pragma("GCC unroll 4") for (int b = 0; b < gn; b++)
-        acc[b][0] = acc[b][1] = _mm512_setzero_si512();
-    const size_t step = bits == 8 ? 2 : 1; /* rows per step */
-    const int kn = bits == 8 ? 2 : per_row; /* slices per step */
-    size_t r = 0;
-    for (; r + step <= rows; r += step) {
-        _Pragma("GCC unroll 4") for (int k = 0; k < kn; k++) {
-            const size_t row = bits == 8 ? r + (size_t)k : r;
-            const __m512i x = _mm512_loadu_si512((const void *)(tile + row * LM_KVQ_TILE * 4));
-            const __m512i bytes =
-                bits == 8 ? x : _mm512_and_si512(_mm512_srli_epi32(x, (unsigned)(bits * k)), mask);
-            const size_t slice = bits == 8 ? row : r * (size_t)per_row + (size_t)k;
-            _Pragma("GCC unroll 4") for (int b = 0; b < gn; b++) {
-                int32_t word; /* q8 of dims 4 slice .. 4 slice + 3 */
-                memcpy(&word, qb + (g0 + (size_t)b) * padded + slice * 4, sizeof word);
-                acc[b][k & 1] = _mm512_dpbusd_epi32(acc[b][k & 1], bytes, _mm512_set1_epi32(word));
-            }
-        }
-    }
-    for (; r < rows; r++) { /* an odd row count at 8 bits */
-        const __m512i x = _mm512_loadu_si512((const void *)(tile + r * LM_KVQ_TILE * 4));
-        _Pragma("GCC unroll 4") for (int b = 0; b < gn; b++) {
-            int32_t word;
-            memcpy(&word, qb + (g0 + (size_t)b) * padded + r * 4, sizeof word);
-            acc[b][0] = _mm512_dpbusd_epi32(acc[b][0], x, _mm512_set1_epi32(word));
-        }
-    }
-    _Pragma("GCC unroll 4") for (int b = 0; b < gn; b++)
-        _mm512_storeu_ps(s + (g0 + (size_t)b) * LM_ATTN_DECODE_BLOCK + s_off,
-                         _mm512_cvtepi32_ps(_mm512_add_epi32(acc[b][0], acc[b][1])));
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(v));
+    return acc;
 }
 
-/* kq_tile_dots_vnni over nt (2 or 4) consecutive tiles at once for every head of the group:
- * each query broadcast serves nt tiles (nt x 4 heads independent accumulators). */
-static inline __attribute__((always_inline)) void
-kq_tiles_dots_vnni(const uint8_t *tile0, size_t rows, int bits, const int8_t *qb, size_t padded,
-                   size_t group, float *s, size_t s_off, int nt)
+KV_INLINE __m512i kv_bcast32(const void *p)
+{
+    int32_t w;
+    memcpy(&w, p, sizeof w);
+    return _mm512_set1_epi32(w);
+}
+
+/* s[b, s_off + 16 i + t] = q8_b . u_t (int32 dots, stored as floats) for heads b < gn and
+ * the 16 tokens t of each of nt consecutive key tiles from tile0. A 64-byte tile row is
+ * 16 tokens x (32 / bits) dims; its byte slice k ((x >> bits k) & mask per byte) holds dims
+ * 4 (row per_row + k) .. + 3 of each token, so
+ *   acc[b][i] += vpdpbusd(slice of tile i, broadcast q8_b dword)
+ * (unsigned codes x signed query bytes, exact). Each row is prefetched pf bytes ahead (pf = 0
+ * near the chunk end: the row itself, a no-op). */
+KV_INLINE void kv_dots(const uint8_t *tile0, size_t rows, int bits, const int8_t *qb,
+                       size_t padded, int gn, int nt, float *s, size_t s_off, size_t pf)
 {
     const int per_row = 8 / bits;
-    const size_t tile_bytes = LM_KVQ_TILE * rows * 4;
+    const size_t tile_bytes = rows * KT * 4;
     const __m512i mask = _mm512_set1_epi8((char)((1u << bits) - 1u));
-    for (size_t g0 = 0; g0 < group; g0 += DEC_GB) {
-        const int gn = group - g0 < DEC_GB ? (int)(group - g0) : DEC_GB;
-        __m512i acc[DEC_GB][4];
-        _Pragma("GCC unroll 4") for (int b = 0; b < DEC_GB; b++)
-            _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
-                acc[b][i] = _mm512_setzero_si512();
-        for (size_t r = 0; r < rows; r++) {
-            __m512i x[4];
+    __m512i acc[QH][4];
+    _Pragma("GCC unroll 4") for (int b = 0; b < gn; b++)
+        _Pragma("GCC unroll 4") for (int i = 0; i < nt; i++)
+            acc[b][i] = _mm512_setzero_si512();
+    for (size_t r = 0; r < rows; r++) {
+        const uint8_t *row = tile0 + r * KT * 4;
+        __m512i x[4];
+        _Pragma("GCC unroll 4") for (int i = 0; i < nt; i++) {
+            x[i] = _mm512_loadu_si512((const void *)(row + (size_t)i * tile_bytes));
+            __builtin_prefetch(row + (size_t)i * tile_bytes + pf);
+        }
+        _Pragma("GCC unroll 4") for (int k = 0; k < per_row; k++) {
+            __m512i u[4];
             _Pragma("GCC unroll 4") for (int i = 0; i < nt; i++)
-                x[i] = _mm512_loadu_si512((const void *)(tile0 + (size_t)i * tile_bytes +
-                                                         r * LM_KVQ_TILE * 4));
-            _Pragma("GCC unroll 4") for (int k = 0; k < per_row; k++) {
-                __m512i bytes[4];
+                u[i] = bits == 8 ? x[i]
+                                 : _mm512_and_si512(_mm512_srli_epi32(x[i], (unsigned)(bits * k)),
+                                                    mask);
+            const int8_t *qp = qb + (r * (size_t)per_row + (size_t)k) * 4;
+            _Pragma("GCC unroll 4") for (int b = 0; b < gn; b++) {
+                const __m512i w = kv_bcast32(qp + (size_t)b * padded);
                 _Pragma("GCC unroll 4") for (int i = 0; i < nt; i++)
-                    bytes[i] = bits == 8 ? x[i]
-                                         : _mm512_and_si512(
-                                               _mm512_srli_epi32(x[i], (unsigned)(bits * k)), mask);
-                const size_t slice = r * (size_t)per_row + (size_t)k;
-                if (gn == DEC_GB) {
-                    _Pragma("GCC unroll 4") for (int b = 0; b < DEC_GB; b++) {
-                        int32_t word; /* q8 of dims 4 slice .. 4 slice + 3 */
-                        memcpy(&word, qb + (g0 + (size_t)b) * padded + slice * 4, sizeof word);
-                        const __m512i w = _mm512_set1_epi32(word);
-                        _Pragma("GCC unroll 4") for (int i = 0; i < nt; i++)
-                            acc[b][i] = _mm512_dpbusd_epi32(acc[b][i], bytes[i], w);
-                    }
-                } else {
-                    for (int b = 0; b < gn; b++) {
-                        int32_t word;
-                        memcpy(&word, qb + (g0 + (size_t)b) * padded + slice * 4, sizeof word);
-                        const __m512i w = _mm512_set1_epi32(word);
-                        _Pragma("GCC unroll 4") for (int i = 0; i < nt; i++)
-                            acc[b][i] = _mm512_dpbusd_epi32(acc[b][i], bytes[i], w);
-                    }
-                }
+                    acc[b][i] = kv_dpbusd(acc[b][i], u[i], w);
             }
         }
-        for (int b = 0; b < gn; b++)
-            _Pragma("GCC unroll 4") for (int i = 0; i < nt; i++)
-                _mm512_storeu_ps(s + (g0 + (size_t)b) * LM_ATTN_DECODE_BLOCK + s_off +
-                                     (size_t)i * LM_KVQ_TILE,
-                                 _mm512_cvtepi32_ps(acc[b][i]));
     }
+    _Pragma("GCC unroll 4") for (int b = 0; b < gn; b++)
+        _Pragma("GCC unroll 4") for (int i = 0; i < nt; i++)
+            _mm512_storeu_ps(s + (size_t)b * KB + s_off + (size_t)i * KT,
+                             _mm512_cvtepi32_ps(acc[b][i]));
 }
 
 /* The KIVI query of one head for one key group, as kq_quantize_query on x = q * s^k
- * (float32 products), with only the bytes kept: qb {padded} = q8 (0 past d), scratch {d};
- * returns s_q and *lo_dot = q . lo^k. kp {2, d}: s^k then lo^k. d a multiple of 16. */
-static inline __attribute__((always_inline)) float
-kq_group_query_vnni(const float *q, const float *kp, size_t d, float *scratch, int8_t *qb,
-                    float *lo_dot)
+ * (float32 products): qb {d} = q8; returns s_q and *lo_dot = q . lo^k. kp {2, d}: s^k then
+ * lo^k. d a multiple of 16; up to 128 dims x stays in registers, beyond that in scratch {d}. */
+KV_INLINE float kv_group_query(const float *q, const float *kp, size_t d, float *scratch,
+                               int8_t *qb, float *lo_dot)
 {
-    __m512 mx = _mm512_setzero_ps(), lo = _mm512_setzero_ps();
-    for (size_t c = 0; c < d; c += 16) {
-        const __m512 qv = _mm512_loadu_ps(q + c);
-        const __m512 x = _mm512_mul_ps(qv, _mm512_loadu_ps(kp + c));
-        _mm512_storeu_ps(scratch + c, x);
-        mx = _mm512_max_ps(mx, _mm512_abs_ps(x));
-        lo = _mm512_fmadd_ps(qv, _mm512_loadu_ps(kp + d + c), lo);
+    enum { RV = 8 }; /* vectors kept in registers */
+    __m512 x[RV], mx0 = _mm512_setzero_ps(), mx1 = mx0, lo0 = mx0, lo1 = mx0;
+    const bool in_regs = d <= 16 * RV;
+    _Pragma("GCC unroll 8") for (size_t v = 0; v < d / 16; v++) {
+        const __m512 qv = _mm512_loadu_ps(q + 16 * v);
+        const __m512 xv = _mm512_mul_ps(qv, _mm512_loadu_ps(kp + 16 * v));
+        if (in_regs)
+            x[v % RV] = xv;
+        else
+            _mm512_storeu_ps(scratch + 16 * v, xv);
+        if (v % 2) { /* two chains each */
+            mx1 = _mm512_max_ps(mx1, _mm512_abs_ps(xv));
+            lo1 = _mm512_fmadd_ps(qv, _mm512_loadu_ps(kp + d + 16 * v), lo1);
+        } else {
+            mx0 = _mm512_max_ps(mx0, _mm512_abs_ps(xv));
+            lo0 = _mm512_fmadd_ps(qv, _mm512_loadu_ps(kp + d + 16 * v), lo0);
+        }
     }
-    *lo_dot = _mm512_reduce_add_ps(lo);
-    const float amax = _mm512_reduce_max_ps(mx);
-    const __m512 r = _mm512_set1_ps(amax > 0.0f ? (float)(127.0 / (double)amax) : 0.0f);
-    for (size_t c = 0; c < d; c += 16) /* round half to even (MXCSR default), |code| <= 127 */
-        _mm_storeu_si128((__m128i *)(void *)(qb + c),
-                         _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(
-                             _mm512_mul_ps(_mm512_loadu_ps(scratch + c), r))));
-    return (float)((double)amax / 127.0);
+    *lo_dot = _mm512_reduce_add_ps(_mm512_add_ps(lo0, lo1));
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(mx0, mx1));
+    /* float32 quotients are correctly rounded: equal to float32(127 / (double)amax) */
+    const __m512 r = _mm512_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+    _Pragma("GCC unroll 8") for (size_t v = 0; v < d / 16; v++) /* round half to even */
+        KQ_STORE_Q8(qb + 16 * v, _mm512_mul_ps(in_regs ? x[v % RV]
+                                                       : _mm512_loadu_ps(scratch + 16 * v),
+                                               r)); /* |code| <= 127 */
+    return amax / 127.0f;
 }
 
-/* Values: acc[g, c] += sum_j w_j x_j[c] over one block, with the block's weights
- * w_j = p_j s^v_j (>= 0) quantized per head to 16 bits: s_w = max_j w_j / 65535,
- * w16_j = round_half_even(w_j 65535 / max_j w_j) = 256 hi_j + lo_j (two bytes), then
- *   acc_hi[c] += sum_{4 tokens} hi_j x_j[c]   = vpdpbusd(acc_hi, broadcast hi dword, slice)
- *   acc_lo[c] += sum_{4 tokens} lo_j x_j[c]   (likewise)
- * on value groups (dims in lanes, 4 tokens per byte slice), and
- *   acc += s_w (256 acc_hi + acc_lo - fix).
- * x = the signed code (INT8: u xor 0x80 = u - 128; INT4: u - 8, by fix = 8 sum w16) or
- * u itself (KIVI: its lo is in the float sum p lo). Exact int32: |sum w16 x| <= 64 65535 128. */
-static inline __attribute__((always_inline)) void
-kq_pv_vnni(const uint8_t *codes, size_t d, size_t b0, const uint8_t *hi, const uint8_t *lo,
-           size_t g0, int gn, size_t c0, int cv, const float *wscale, const float *wfix,
-           float *accs, int bits)
+/* Values: acc[b, c] += s_w,b (sum_j w16_bj x_j[c] - fix_b) for dims [c0, c0 + 16 cv), from
+ * the block's value groups at blk. w16 = 256 hi + lo (bytes, hl {2, gn, KB}), so
+ *   ah[c] += sum_{4 tokens} hi_j x_j[c] = vpdpbusd(ah, broadcast hi dword, slice), al alike
+ * and acc += s_w (256 ah + al - fix). x = the signed code (INT8: u xor 0x80 = u - 128;
+ * INT4: u - 8, by fix = 8 sum w16) or u itself (KIVI: its lo is in sum p lo).
+ * Exact int32: |sum w16 x| <= 64 65535 128 < 2^31. */
+KV_INLINE void kv_pv(const uint8_t *blk, size_t d, int bits, const uint8_t *hl, int gn,
+                     size_t c0, int cv, const float *sw, const int32_t *fix, float *accs,
+                     size_t pf)
 {
-    enum { CV = 2 }; /* two accumulator sets: DEC_GB x CV x 2 registers */
     const int per = 32 / bits, slices = 8 / bits;
     const __m512i mask = _mm512_set1_epi8((char)((1u << bits) - 1u));
-    __m512i ah[DEC_GB][CV], al[DEC_GB][CV];
+    __m512i ah[QH][2], al[QH][2];
     _Pragma("GCC unroll 4") for (int b = 0; b < gn; b++)
         _Pragma("GCC unroll 2") for (int e = 0; e < cv; e++)
             ah[b][e] = al[b][e] = _mm512_setzero_si512();
-    for (size_t t = 0; t < LM_ATTN_DECODE_BLOCK; t += (size_t)per) { /* value groups */
-        const uint8_t *grp = codes + (b0 + t) / (size_t)per * d * 4;
-        __m512i x[CV];
-        _Pragma("GCC unroll 2") for (int e = 0; e < cv; e++)
-            x[e] = _mm512_loadu_si512((const void *)(grp + (c0 + (size_t)e * 16) * 4));
-        _Pragma("GCC unroll 4") for (int k = 0; k < slices; k++) { /* tokens 4k .. 4k + 3 */
-            __m512i sl[CV];
+    for (size_t t = 0; t < KB; t += (size_t)per) { /* value groups of `per` tokens */
+        const uint8_t *grp = blk + t / (size_t)per * d * 4 + c0 * 4;
+        __m512i x[2];
+        _Pragma("GCC unroll 2") for (int e = 0; e < cv; e++) {
+            x[e] = _mm512_loadu_si512((const void *)(grp + (size_t)e * 64));
+            __builtin_prefetch(grp + (size_t)e * 64 + pf);
+        }
+        _Pragma("GCC unroll 4") for (int k = 0; k < slices; k++) { /* tokens t + 4k .. + 3 */
+            __m512i sl[2];
             _Pragma("GCC unroll 2") for (int e = 0; e < cv; e++)
                 sl[e] = bits == 8 ? _mm512_xor_si512(x[e], _mm512_set1_epi8((char)0x80))
                                   : _mm512_and_si512(_mm512_srli_epi32(x[e], (unsigned)(bits * k)),
                                                      mask);
-            const size_t at = t + 4 * (size_t)k;
+            const uint8_t *hp = hl + t + 4 * (size_t)k;
             _Pragma("GCC unroll 4") for (int b = 0; b < gn; b++) {
-                int32_t wh, wl; /* the 4 tokens' weight bytes */
-                memcpy(&wh, hi + (g0 + (size_t)b) * LM_ATTN_DECODE_BLOCK + at, sizeof wh);
-                memcpy(&wl, lo + (g0 + (size_t)b) * LM_ATTN_DECODE_BLOCK + at, sizeof wl);
-                const __m512i vh = _mm512_set1_epi32(wh), vl = _mm512_set1_epi32(wl);
+                const __m512i vh = kv_bcast32(hp + (size_t)b * KB);
+                const __m512i vl = kv_bcast32(hp + (size_t)(gn + b) * KB);
                 _Pragma("GCC unroll 2") for (int e = 0; e < cv; e++) {
-                    ah[b][e] = _mm512_dpbusd_epi32(ah[b][e], vh, sl[e]);
-                    al[b][e] = _mm512_dpbusd_epi32(al[b][e], vl, sl[e]);
+                    ah[b][e] = kv_dpbusd(ah[b][e], vh, sl[e]);
+                    al[b][e] = kv_dpbusd(al[b][e], vl, sl[e]);
                 }
             }
         }
     }
     _Pragma("GCC unroll 4") for (int b = 0; b < gn; b++) {
-        const __m512 sw = _mm512_set1_ps(wscale[g0 + (size_t)b]);
-        const __m512i fix = _mm512_set1_epi32((int)wfix[g0 + (size_t)b]);
+        const __m512 s = _mm512_set1_ps(sw[b]);
+        const __m512i f = _mm512_set1_epi32(fix[b]);
         _Pragma("GCC unroll 2") for (int e = 0; e < cv; e++) {
-            float *a = accs + (g0 + (size_t)b) * d + c0 + (size_t)e * 16;
+            float *a = accs + (size_t)b * d + c0 + (size_t)e * 16;
             const __m512i sum =
-                _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(ah[b][e], 8), al[b][e]), fix);
-            _mm512_storeu_ps(a, _mm512_fmadd_ps(sw, _mm512_cvtepi32_ps(sum), _mm512_loadu_ps(a)));
+                _mm512_sub_epi32(_mm512_add_epi32(_mm512_slli_epi32(ah[b][e], 8), al[b][e]), f);
+            _mm512_storeu_ps(a, _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(sum), _mm512_loadu_ps(a)));
         }
     }
 }
 
-/* Quantizes the block's weights w {group, BLOCK} (>= 0, 0 past the block's tokens) to
- * 16 bits, kept as bytes hi, lo {group, BLOCK} (w8 holds both), scale ws {group} and
- * fix {group} = offset sum w16, then runs kq_pv_vnni over every head and dim.
- * offset: 8 for INT4 (x = u - 8), else 0. */
-static inline __attribute__((always_inline)) void
-kq_pv_all_vnni(const uint8_t *codes, size_t d, size_t b0, size_t group, const float *w,
-               float *accs, int bits, int offset, uint8_t *w8, float *ws, float *fix)
+/* exp(x) for the softmax's x = s - max <= 0 (-inf included), inline: the library's vector
+ * exp is a call, and a call clobbers every vector register of this loop. Range reduction
+ * x = n ln2 + f, |f| <= ln2 / 2 (ln2 split in two so n ln2 is exact), then the degree-6
+ * Taylor polynomial of e^f (truncation below 1.2e-7 relative: about 1 float32 ulp, far below
+ * the 16-bit rounding the weights get next), times 2^n. Below -87 (e^x < 2^-126) it
+ * returns 0. */
+KV_INLINE __m512 kv_exp_neg(__m512 x)
 {
-    enum { BLOCK = LM_ATTN_DECODE_BLOCK };
-    uint8_t *hi = w8, *lo = w8 + group * BLOCK;
-    for (size_t g = 0; g < group; g++) {
-        const float *wg = w + g * BLOCK;
-        __m512 mx = _mm512_setzero_ps();
-        for (size_t j = 0; j < BLOCK; j += 16)
-            mx = _mm512_max_ps(mx, _mm512_loadu_ps(wg + j));
-        const float wmax = _mm512_reduce_max_ps(mx);
-        /* w16 = round_half_even(w * (65535 / wmax)) <= 65535 (1 + 2^-23): at most 65535 */
-        const __m512 r = _mm512_set1_ps(wmax > 0.0f ? 65535.0f / wmax : 0.0f);
-        __m512i sum = _mm512_setzero_si512();
-        for (size_t j = 0; j < BLOCK; j += 16) {
-            const __m512i code = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(wg + j), r));
-            sum = _mm512_add_epi32(sum, code);
-            _mm_storeu_si128((__m128i *)(void *)(hi + g * BLOCK + j),
-                             _mm512_cvtepi32_epi8(_mm512_srli_epi32(code, 8)));
-            _mm_storeu_si128((__m128i *)(void *)(lo + g * BLOCK + j), _mm512_cvtepi32_epi8(code));
-        }
-        ws[g] = wmax / 65535.0f;
-        fix[g] = (float)(offset * _mm512_reduce_add_epi32(sum)); /* <= 8 64 65535: exact */
+    const __mmask16 tiny = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_LT_OQ);
+    x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 f = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145752f), x); /* ln2 high part */
+    f = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860677e-6f), f);     /* ln2 - high */
+    __m512 p = _mm512_set1_ps(1.0f / 720.0f);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 120.0f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 24.0f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 6.0f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+    return _mm512_maskz_scalef_ps((__mmask16)~tiny, p, n);
+}
+
+/* Per-head running state of a pass: maximum, and the denominator and KIVI's sum p lo as
+ * vectors (reduced at the end of the chunk). */
+typedef struct kv_state {
+    float m[QH];
+    __m512 l[QH], lo[QH];
+} kv_state;
+
+/* Online softmax of head b's block scores x[4] (scaled, -inf past the block's tokens), then
+ * its weights p s^v quantized to 16 bits into hl (hi at b, lo at gn + b), s_w and fix. */
+KV_INLINE void kv_softmax(kv_state *st, int b, __m512 x[4], const float *vs, const float *vlo,
+                          int per_channel, int offset, float *accs, size_t d, uint8_t *hl,
+                          int gn, float *sw, int32_t *fix)
+{
+    const float hm = _mm512_reduce_max_ps(
+        _mm512_max_ps(_mm512_max_ps(x[0], x[1]), _mm512_max_ps(x[2], x[3])));
+    if (hm > st->m[b]) { /* the maximum grew: rescale what was accumulated */
+        const float a = expf(st->m[b] - hm);
+        const __m512 va = _mm512_set1_ps(a);
+        for (size_t c = 0; c < d; c += 16)
+            _mm512_storeu_ps(accs + (size_t)b * d + c,
+                             _mm512_mul_ps(va, _mm512_loadu_ps(accs + (size_t)b * d + c)));
+        st->l[b] = _mm512_mul_ps(va, st->l[b]);
+        st->lo[b] = _mm512_mul_ps(va, st->lo[b]);
+        st->m[b] = hm;
     }
-    size_t g0 = 0;
-    for (; g0 + DEC_GB <= group; g0 += DEC_GB) {
+    const __m512 vm = _mm512_set1_ps(st->m[b]);
+    __m512 w[4], wmx = _mm512_setzero_ps();
+    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {
+        const __m512 p = kv_exp_neg(_mm512_sub_ps(x[i], vm)); /* 0 past the block's tokens */
+        st->l[b] = _mm512_add_ps(st->l[b], p);
+        if (per_channel)
+            st->lo[b] = _mm512_fmadd_ps(p, _mm512_loadu_ps(vlo + i * KT), st->lo[b]);
+        w[i] = _mm512_mul_ps(p, _mm512_loadu_ps(vs + i * KT));
+        wmx = _mm512_max_ps(wmx, w[i]);
+    }
+    const float wmax = _mm512_reduce_max_ps(wmx);
+    /* w16 = round_half_even(w * (65535 / wmax)) <= 65535 (1 + 2^-23): at most 65535 */
+        const __m512 r = _mm512_set1_ps(wmax > 0.0f ? 65535.0f / wmax : 0.0f);
+    __m512i sum = _mm512_setzero_si512();
+    _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {
+        const __m512i code = _mm512_cvtps_epi32(_mm512_mul_ps(w[i], r));
+        sum = _mm512_add_epi32(sum, code);
+        _mm_storeu_si128((__m128i *)(void *)(hl + (size_t)b * KB + (size_t)i * KT),
+                         _mm512_cvtepi32_epi8(_mm512_srli_epi32(code, 8)));
+        _mm_storeu_si128((__m128i *)(void *)(hl + (size_t)(gn + b) * KB + (size_t)i * KT),
+                         _mm512_cvtepi32_epi8(code));
+    }
+    sw[b] = wmax / 65535.0f;
+    fix[b] = offset ? offset * _mm512_reduce_add_epi32(sum) : 0; /* <= 8 64 65535: exact */
+}
+
+/* Prefetch of block-level parameters (64 floats per row; KIVI: the key groups' s, lo). */
+KV_INLINE void kv_prefetch_params(const lm_kvq_view *view, size_t b, int per_channel)
+{
+    for (size_t off = 0; off < KB; off += 16) {
+        __builtin_prefetch(view->v_scale + b + off);
+        if (per_channel)
+            __builtin_prefetch(view->v_lo + b + off);
+        else
+            __builtin_prefetch(view->k_scale + b + off);
+    }
+    if (per_channel)
+        for (size_t off = 0; off < 2 * view->head_dim * (KB / KG); off += 16)
+            __builtin_prefetch(view->k_params + b / KG * 2 * view->head_dim + off);
+}
+
+/* Decode partial of gn query heads q {gn, d} over quantized tokens [j0, j1) (j0 a multiple
+ * of KB): m, l {gn}, accs {gn, d} as the float decode. */
+KV_INLINE void kv_pass(const lm_kvq_view *view, size_t d, size_t j0, size_t j1, const float *q,
+                       int gn, float scale, float *m, float *l, float *accs, float *ws, int bits,
+                       int per_channel)
+{
+    const size_t padded = d, rows = d * (size_t)bits / 32; /* d a multiple of 16 */
+    float *s = ws;                          /* {gn, KB}: scores */
+    float *qf = s + (size_t)gn * KB;        /* {padded}: scratch */
+    int8_t *qb = (int8_t *)(void *)(qf + padded); /* {gn, padded}: q8 */
+    uint8_t *hl = (uint8_t *)(void *)(qf + padded + (size_t)gn * padded / 4); /* {2, gn, KB} */
+    float sq[QH], base[QH], qlo[QH], sw[QH];
+    int32_t fix[QH];
+    kv_state st;
+    const int offset = 1 << (bits - 1);
+    _Pragma("GCC unroll 4") for (int b = 0; b < gn; b++) {
+        st.m[b] = -FLT_MAX;
+        st.l[b] = st.lo[b] = _mm512_setzero_ps();
+        if (!per_channel) {
+            float sum8;
+            sq[b] = kq_quantize_query(q + (size_t)b * d, d, padded, qf, qb + (size_t)b * padded,
+                                      &sum8);
+            base[b] = (float)offset * sum8; /* exact: integers below 2^24 */
+        }
+    }
+    memset(accs, 0, (size_t)gn * d * sizeof(float));
+    const __m512 vscale = _mm512_set1_ps(scale);
+    const size_t block_bytes = KB * rows * 4; /* key tiles and value groups alike */
+    size_t ahead = KV_PF_BYTES / block_bytes;      /* blocks ahead: bytes, not tokens */
+    ahead = ahead < 2 ? 2 : (ahead > 64 ? 64 : ahead);
+
+    for (size_t b0 = j0; b0 < j1; b0 += KB) {
+        const size_t cnt = b0 + KB < j1 ? KB : j1 - b0;
+        const size_t pf = b0 + ahead * KB < j1 ? ahead * block_bytes : 0;
+        if (pf)
+            kv_prefetch_params(view, b0 + ahead * KB, per_channel);
+        const uint8_t *ktile = view->k_codes + b0 * rows * 4; /* b0 / 16 tiles */
+        if (per_channel) { /* per key group: q * s^k quantized, scores s_q dot + q . lo */
+            for (size_t h = 0; h * KG < cnt; h++) {
+                const float *kp = view->k_params + (b0 / KG + h) * 2 * d; /* {2, d} */
+                _Pragma("GCC unroll 4") for (int b = 0; b < gn; b++)
+                    sq[b] = kv_group_query(q + (size_t)b * d, kp, d, qf, qb + (size_t)b * padded,
+                                           &qlo[b]);
+                kv_dots(ktile + h * KG * rows * 4, rows, bits, qb, padded, gn, 2, s, h * KG, pf);
+                _Pragma("GCC unroll 4") for (int b = 0; b < gn; b++) {
+                    const __m512 vq = _mm512_set1_ps(sq[b]), vl = _mm512_set1_ps(qlo[b]);
+                    float *sb = s + (size_t)b * KB + h * KG;
+                    _mm512_storeu_ps(sb, _mm512_fmadd_ps(vq, _mm512_loadu_ps(sb), vl));
+                    _mm512_storeu_ps(sb + KT, _mm512_fmadd_ps(vq, _mm512_loadu_ps(sb + KT), vl));
+                }
+            }
+        } else {
+            kv_dots(ktile, rows, bits, qb, padded, gn, 4, s, 0, pf);
+        }
+
+        const float *vs = view->v_scale + b0, *vlo = view->v_lo + b0; /* {KB} each */
+        const float *ks = view->k_scale + b0;
+        _Pragma("GCC unroll 4") for (int b = 0; b < gn; b++) {
+            __m512 x[4];
+            const __m512 vb = _mm512_set1_ps(base[b]), vq = _mm512_set1_ps(sq[b]);
+            _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {
+                __m512 v = _mm512_loadu_ps(s + (size_t)b * KB + (size_t)i * KT);
+                if (!per_channel) /* (dot - off sum q8) s_q s^k */
+                    v = _mm512_mul_ps(_mm512_sub_ps(v, vb),
+                                      _mm512_mul_ps(vq, _mm512_loadu_ps(ks + i * KT)));
+                v = _mm512_mul_ps(v, vscale);
+                const size_t lo = (size_t)i * KT;
+                if (cnt < lo + KT) /* lanes past the block's tokens */
+                    v = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY),
+                                           cnt > lo ? (__mmask16)((1u << (cnt - lo)) - 1u) : 0, v);
+                x[i] = v;
+            }
+            kv_softmax(&st, b, x, vs, vlo, per_channel, bits == 4 && !per_channel ? 8 : 0, accs,
+                       d, hl, gn, sw, fix);
+        }
+
+        const uint8_t *vblk = view->v_codes + b0 * rows * 4; /* same bytes per token as keys */
         size_t c0 = 0;
         for (; c0 + 32 <= d; c0 += 32)
-            kq_pv_vnni(codes, d, b0, hi, lo, g0, DEC_GB, c0, 2, ws, fix, accs, bits);
-        for (; c0 < d; c0 += 16)
-            kq_pv_vnni(codes, d, b0, hi, lo, g0, DEC_GB, c0, 1, ws, fix, accs, bits);
+            kv_pv(vblk, d, bits, hl, gn, c0, 2, sw, fix, accs, pf);
+        if (c0 < d)
+            kv_pv(vblk, d, bits, hl, gn, c0, 1, sw, fix, accs, pf);
     }
-    for (; g0 < group; g0++)
-        for (size_t c0 = 0; c0 < d; c0 += 16)
-            kq_pv_vnni(codes, d, b0, hi, lo, g0, 1, c0, 1, ws, fix, accs, bits);
+    _Pragma("GCC unroll 4") for (int b = 0; b < gn; b++) {
+        m[b] = st.m[b];
+        l[b] = _mm512_reduce_add_ps(st.l[b]);
+        if (per_channel) { /* sum_j p_j lo^v_j on every channel */
+            const __m512 lo = _mm512_set1_ps(_mm512_reduce_add_ps(st.lo[b]));
+            for (size_t c = 0; c < d; c += 16)
+                _mm512_storeu_ps(accs + (size_t)b * d + c,
+                                 _mm512_add_ps(lo, _mm512_loadu_ps(accs + (size_t)b * d + c)));
+        }
+    }
 }
 
-#define KQ_VNNI 1
-#include "kvquant_body.h"
+/* All query heads of the group: passes of QH heads, then one head at a time. */
+KV_INLINE void kv_heads(const lm_kvq_view *view, size_t d, size_t j0, size_t j1, const float *q,
+                        size_t group, float scale, float *m, float *l, float *acc, float *ws,
+                        int bits, int per_channel)
+{
+    size_t g = 0;
+    for (; g + QH <= group; g += QH)
+        kv_pass(view, d, j0, j1, q + g * d, QH, scale, m + g, l + g, acc + g * d, ws, bits,
+                per_channel);
+    for (; g < group; g++)
+        kv_pass(view, d, j0, j1, q + g * d, 1, scale, m + g, l + g, acc + g * d, ws, bits,
+                per_channel);
+}
+
+/* head_dim 128 (the geometry of the benchmarks) gets its own copy with d fixed */
+KV_INLINE void kv_run(const lm_kvq_view *view, size_t j0, size_t j1, const float *q,
+                      size_t group, float scale, float *m, float *l, float *acc, float *ws,
+                      int bits, int per_channel)
+{
+    if (view->head_dim == 128)
+        kv_heads(view, 128, j0, j1, q, group, scale, m, l, acc, ws, bits, per_channel);
+    else
+        kv_heads(view, view->head_dim, j0, j1, q, group, scale, m, l, acc, ws, bits, per_channel);
+}
+
+LM_KVQ_DECODE_DECLARE(avx512vnni)
+{
+    switch (view->format) {
+    case LM_KVQ_INT8: kv_run(view, j0, j1, q, group, scale, m, l, acc, workspace, 8, 0); break;
+    case LM_KVQ_INT4: kv_run(view, j0, j1, q, group, scale, m, l, acc, workspace, 4, 0); break;
+    case LM_KVQ_KIVI4: kv_run(view, j0, j1, q, group, scale, m, l, acc, workspace, 4, 1); break;
+    case LM_KVQ_KIVI2: kv_run(view, j0, j1, q, group, scale, m, l, acc, workspace, 2, 1); break;
+    default: break;
+    }
+}

@@ -379,7 +379,7 @@ lm_status lm_kvq_decode(const lm_kvq_cache *cache, const float *q, size_t heads,
     bool out_of_memory = false;
 #pragma omp parallel
     {
-        float *ws = lm_alloc(ws_floats * sizeof(float));
+        float *ws = lm_alloc((ws_floats + 2 * group) * sizeof(float));
         if (ws == NULL) {
 #pragma omp atomic write
             out_of_memory = true;
@@ -413,7 +413,12 @@ lm_status lm_kvq_decode(const lm_kvq_cache *cache, const float *q, size_t heads,
                                       .k_lo = kp + ps,
                                       .v_scale = vp,
                                       .v_lo = vp + ps};
-            run->kvq_decode(&view, t->j0, t->j1, qg, group, scale, m, l, acc, ws);
+            /* m and l of neighbouring tasks share cache lines: the kernel updates them
+             * every block, so it works on this thread's copies (after the workspace) */
+            float *ml = ws + ws_floats;
+            run->kvq_decode(&view, t->j0, t->j1, qg, group, scale, ml, ml + group, acc, ws);
+            memcpy(m, ml, group * sizeof *m);
+            memcpy(l, ml + group, group * sizeof *l);
         }
         lm_free(ws);
     }

@@ -5,8 +5,9 @@
  *   KQ_LOADW(p)                VW little-endian words from the bytes at p
  *   KQ_FIELD(x, shift, mask)   float((x >> shift) & mask) in every lane
  *   KQ_ROUND(x)                round half to even in every lane (float result)
- * and, for the VNNI kernel, KQ_VNNI 1, KQ_STORE_Q8(p, x) (VW integral floats -> int8) and
- * kq_tile_dots_vnni (integer dot products).
+ * The VNNI kernel (avx512vnni.c) defines KQ_VNNI 1 and KQ_STORE_Q8(p, x) (VW integral floats
+ * -> int8) and takes only the query quantization from here; the float body below is for
+ * every other path.
  *
  * Layout and semantics: kvquant.h ("Code layout", "Decode"). Per block of
  * LM_ATTN_DECODE_BLOCK tokens:
@@ -83,7 +84,7 @@ KQ_INLINE float kq_quantize_query(const float *x, size_t d, size_t padded, float
     return sq;
 }
 
-#if !KQ_VNNI
+#if !KQ_VNNI /* the float-arithmetic decode */
 /* s[g, s_off + t] = q8_g . u_t for the 16 tokens of one key tile, heads [g0, g0 + gn):
  * float arithmetic on integers (exact while the dot stays below 2^24: d <= 512). */
 KQ_INLINE void kq_tile_dots(const uint8_t *tile, size_t rows, int bits, const float *qf,
@@ -121,9 +122,6 @@ KQ_INLINE void kq_tile_dots(const uint8_t *tile, size_t rows, int bits, const fl
         for (int u = 0; u < KQ_TILE / VW; u++)
             V_STORE(s + (g0 + (size_t)b) * KQ_BLOCK + s_off + (size_t)u * VW, acc[b][u]);
 }
-#else
-#define kq_tile_dots kq_tile_dots_vnni
-#endif
 
 /* dots of every query head against tiles [t0, t0 + 16 tiles) of a block, into s at s_off */
 KQ_INLINE void kq_dots_all(const lm_kvq_view *view, size_t t0, size_t tn, const float *qf,
@@ -131,16 +129,7 @@ KQ_INLINE void kq_dots_all(const lm_kvq_view *view, size_t t0, size_t tn, const 
                            size_t s_off, int bits)
 {
     const size_t rows = view->key_rows;
-    size_t t = 0;
-#if KQ_VNNI /* 4 or 2 tiles per pass: one query broadcast serves them all */
-    for (; t + 4 * KQ_TILE <= tn; t += 4 * KQ_TILE)
-        kq_tiles_dots_vnni(view->k_codes + (t0 + t) * rows * 4, rows, bits, qb, padded, group,
-                           s, s_off + t, 4);
-    for (; t + 2 * KQ_TILE <= tn; t += 2 * KQ_TILE)
-        kq_tiles_dots_vnni(view->k_codes + (t0 + t) * rows * 4, rows, bits, qb, padded, group,
-                           s, s_off + t, 2);
-#endif
-    for (; t < tn; t += KQ_TILE) {
+    for (size_t t = 0; t < tn; t += KQ_TILE) {
         const uint8_t *tile = view->k_codes + (t0 + t) * rows * 4; /* (t0 + t) / 16 tiles */
         size_t g0 = 0;
         for (; g0 + DEC_GB <= group; g0 += DEC_GB)
@@ -222,8 +211,7 @@ KQ_INLINE void kq_prefetch_block(const lm_kvq_view *view, size_t b, size_t bytes
     }
     for (size_t off = 0; off < KQ_BLOCK; off += 16) { /* 64-byte lines of floats */
         __builtin_prefetch(view->v_scale + b + off);
-        if (per_channel || !KQ_VNNI)
-            __builtin_prefetch(view->v_lo + b + off);
+        __builtin_prefetch(view->v_lo + b + off);
         if (!per_channel)
             __builtin_prefetch(view->k_scale + b + off);
     }
@@ -243,10 +231,6 @@ KQ_INLINE void kq_body(const lm_kvq_view *view, size_t j0, size_t j1, const floa
     float *sq = qf + group * padded + group * padded / 4; /* {group}: s_q */
     float *sum8 = sq + group;          /* {group}: sum q8 */
     float *qlo = sum8 + group;         /* {group}: q . lo^k of the key group */
-    float *wscale = qlo + group;       /* {group}: VNNI weight scale s_w */
-    float *wfix = wscale + group;      /* {group}: offset sum w8 (INT4) */
-    uint8_t *w8 = (uint8_t *)(void *)(wfix + group); /* {2, group, KQ_BLOCK}: VNNI weights */
-    (void)w8, (void)wscale, (void)wfix;
     const float offset = (float)(1u << (bits - 1));
     for (size_t g = 0; g < group; g++) {
         m[g] = -FLT_MAX;
@@ -270,11 +254,6 @@ KQ_INLINE void kq_body(const lm_kvq_view *view, size_t j0, size_t j1, const floa
             for (size_t t0 = 0; t0 < cnt; t0 += KQ_GROUP) {
                 const float *kp = view->k_params + (b0 + t0) / KQ_GROUP * 2 * d; /* {2, d} */
                 for (size_t g = 0; g < group; g++) {
-#if KQ_VNNI
-                    sq[g] = kq_group_query_vnni(q + g * d, kp, d, qf + g * padded,
-                                                qb + g * padded, &qlo[g]);
-                    continue;
-#endif
                     vf lo_dot = V_ZERO();
                     float *x = qf + g * padded; /* q * s^k in place, then quantized */
                     for (size_t c = 0; c < d; c += VW) {
@@ -327,27 +306,18 @@ KQ_INLINE void kq_body(const lm_kvq_view *view, size_t j0, size_t j1, const floa
             const float al = expf(m[g] - mnew);
             l[g] = l[g] * al + V_HSUM(sum);
             m[g] = mnew;
-            /* sum_j p_j lo^v_j, added to every channel; the VNNI kernel reads symmetric
-             * codes signed (u - 2^(b-1)), so it has no lo term (and skips the lo row) */
-            const int with_lo = per_channel || !KQ_VNNI;
-            vf lo_acc = V_ZERO();
+            vf lo_acc = V_ZERO(); /* sum_j p_j lo^v_j, added to every channel */
             for (size_t jj = 0; jj < KQ_BLOCK; jj += VW) { /* p = 0 past cnt */
                 vf p = V_LOAD(sg + jj);
-                if (with_lo)
-                    lo_acc = V_FMA(p, V_LOAD(vlo + jj), lo_acc);
+                lo_acc = V_FMA(p, V_LOAD(vlo + jj), lo_acc);
                 V_STORE(sg + jj, V_MUL(p, V_LOAD(vs + jj)));
             }
-            const float lo_sum = with_lo ? V_HSUM(lo_acc) : 0.0f;
+            const float lo_sum = V_HSUM(lo_acc);
             const vf va = V_SET1(al), vlo_sum = V_SET1(lo_sum);
             for (size_t c = 0; c < d; c += VW)
                 V_STORE(accs + g * d + c, V_FMA(V_LOAD(accs + g * d + c), va, vlo_sum));
         }
-#if KQ_VNNI
-        kq_pv_all_vnni(view->v_codes, d, b0, group, s, accs, bits,
-                       bits == 4 && !per_channel ? 8 : 0, w8, wscale, wfix);
-#else
         kq_pv_all(view->v_codes, d, b0, cnt, s, group, accs, bits);
-#endif
     }
 }
 
@@ -363,3 +333,4 @@ KQ_DEFINE(LM_ISA_SUFFIX)
     default: break;
     }
 }
+#endif /* !KQ_VNNI */
