@@ -14,6 +14,9 @@
 #define LM_W 16
 #define V_LOADU(ptr) _mm512_loadu_ps(ptr)
 #define V_STOREU(ptr, v) _mm512_storeu_ps(ptr, v)
+/* non-temporal store (ptr aligned to the vector), and the fence that orders such stores */
+#define V_STREAM(ptr, v) _mm512_stream_ps(ptr, v)
+#define V_SFENCE() _mm_sfence()
 #define V_SET1(s) _mm512_set1_ps(s)
 #define V_ADD(a, b) _mm512_add_ps(a, b)
 #define V_SUB(a, b) _mm512_sub_ps(a, b)
