@@ -596,6 +596,7 @@ Test(recurrent, linear_rejects_bad_input)
 typedef struct ssd_case {
     size_t B, L, H, P, G, N;
     bool extras; /* bias, skip, h0 */
+    double a_min, a_max; /* A ~ uniform(a_min, a_max), then A[0] = 0 */
 } ssd_case;
 
 static void check_ssd_case(const ssd_case *c, uint64_t seed)
@@ -608,7 +609,7 @@ static void check_ssd_case(const ssd_case *c, uint64_t seed)
     lm_rng_fill_uniform(&rng, -4.0, -1.0, bias.d, H);
     pair_sync(&bias);
     pair a = pair_new(H);
-    lm_rng_fill_uniform(&rng, -8.0, 0.0, a.d, H);
+    lm_rng_fill_uniform(&rng, c->a_min, c->a_max, a.d, H);
     a.d[0] = 0.0; /* a zero mode: nothing decays */
     pair_sync(&a);
     pair b = pair_normal(&rng, B * L * G * N, 1.0 / sqrt((double)N));
@@ -680,8 +681,10 @@ static void check_ssd_case(const ssd_case *c, uint64_t seed)
 Test(recurrent, ssd_every_path_chunk_and_decode_matches_oracle)
 {
     static const ssd_case cases[] = {
-        {1, 37, 2, 8, 1, 64, true},  {2, 19, 4, 5, 2, 16, false},
-        {1, 50, 2, 16, 2, 128, true}, {1, 1, 1, 3, 1, 7, true},
+        {1, 37, 2, 8, 1, 64, true, -8.0, 0.0},  {2, 19, 4, 5, 2, 16, false, -8.0, 0.0},
+        {1, 50, 2, 16, 2, 128, true, -8.0, 0.0}, {1, 1, 1, 3, 1, 7, true, -8.0, 0.0},
+        /* decay of up to ~300 per token: chunks split where their decay range passes 48 */
+        {1, 45, 3, 6, 1, 9, true, -300.0, -40.0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_ssd_case(&cases[i], 6000 + i);

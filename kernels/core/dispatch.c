@@ -57,6 +57,7 @@ static const lm_ops compiled[LM_ISA_COUNT] = {
             .delta_recurrent_f32 = lm_delta_recurrent_f32_scalar,
             .delta_chunked_f32 = lm_delta_chunked_f32_scalar,
             .gemm_acc_f32 = lm_gemm_acc_f32_scalar,
+            .ssd_chunked_f32 = lm_ssd_chunked_f32_scalar,
         },
 #if LM_BUILD_X86
     [LM_ISA_AVX2] =
@@ -77,6 +78,7 @@ static const lm_ops compiled[LM_ISA_COUNT] = {
             .delta_recurrent_f32 = lm_delta_recurrent_f32_avx2,
             .delta_chunked_f32 = lm_delta_chunked_f32_avx2,
             .gemm_acc_f32 = lm_gemm_acc_f32_avx2,
+            .ssd_chunked_f32 = lm_ssd_chunked_f32_avx2,
         },
     [LM_ISA_AVX512] =
         {
@@ -96,6 +98,7 @@ static const lm_ops compiled[LM_ISA_COUNT] = {
             .delta_recurrent_f32 = lm_delta_recurrent_f32_avx512,
             .delta_chunked_f32 = lm_delta_chunked_f32_avx512,
             .gemm_acc_f32 = lm_gemm_acc_f32_avx512,
+            .ssd_chunked_f32 = lm_ssd_chunked_f32_avx512,
         },
 #endif
 #if LM_BUILD_NEON
@@ -117,6 +120,7 @@ static const lm_ops compiled[LM_ISA_COUNT] = {
             .delta_recurrent_f32 = lm_delta_recurrent_f32_neon,
             .delta_chunked_f32 = lm_delta_chunked_f32_neon,
             .gemm_acc_f32 = lm_gemm_acc_f32_neon,
+            .ssd_chunked_f32 = lm_ssd_chunked_f32_neon,
         },
 #endif
 };

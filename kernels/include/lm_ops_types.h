@@ -44,6 +44,7 @@ typedef void (*lm_kvq_decode_fn)(const struct lm_kvq_view *view, size_t j0, size
 #include "../scan/scan.h"
 #include "../linear/linear.h"
 #include "../delta/delta.h"
+#include "../ssm/ssd_chunked.h"
 
 #define LM_OPS_FIELDS_RECURRENT(X) \
     X(lm_ssm_mamba1_scan_f32_fn, mamba1_scan_f32) \
@@ -54,6 +55,7 @@ typedef void (*lm_kvq_decode_fn)(const struct lm_kvq_view *view, size_t j0, size
     X(lm_linear_head_f32_fn, linear_chunked_f32) \
     X(lm_delta_head_f32_fn, delta_recurrent_f32) \
     X(lm_delta_head_f32_fn, delta_chunked_f32) \
-    X(lm_gemm_acc_f32_fn, gemm_acc_f32)
+    X(lm_gemm_acc_f32_fn, gemm_acc_f32) \
+    X(lm_ssd_chunked_f32_fn, ssd_chunked_f32)
 
 #endif

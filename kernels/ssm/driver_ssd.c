@@ -1,6 +1,8 @@
-/* Operator drivers of Mamba-2 SSD: the prefill runs the linear-attention kernels on
- * gathered per-head sequences (ssm.h explains the correspondence); the decode step
- * updates the state in place. */
+/* Operator drivers of Mamba-2 SSD: the chunked prefill runs the SSD kernel of the path
+ * (ssd_chunked.h) on scores shared by the heads of a group; the recurrent prefill (and a
+ * chunked kernel that belongs to no path) runs the linear-attention kernels on per-head
+ * sequences (ssm.h explains the correspondence); the decode step updates the state in
+ * place. */
 #include "ssm.h"
 #include "lm_ops.h"
 
@@ -13,6 +15,18 @@ static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
 /* Rows of x and y sit H P floats apart (a new page every token), too far apart for the
  * hardware prefetcher to run ahead of a short per-token loop: fetch SSD_AHEAD tokens ahead. */
 enum { SSD_AHEAD = 8 };
+
+/* Tokens per time block of the chunked scan (rounded to whole chunks): 2 T pages of x and
+ * y rows stay within the data TLB while every head walks them. */
+#ifndef SSD_BLOCK
+#define SSD_BLOCK 256
+#endif
+
+/* Most floats of chunk scores held at once (16 MiB): the scan runs in spans of time whose
+ * scores fit (the whole sequence for the issue's shape: 4096 x 32 floats). */
+#ifndef SSD_SCORES_MAX
+#define SSD_SCORES_MAX ((size_t)4 << 20)
+#endif
 
 static inline void prefetch_row(const float *row, size_t count, bool for_write)
 {
@@ -53,6 +67,135 @@ static lm_status check(const lm_ssm_ssd_f32 *p, lm_error *err)
     return LM_OK;
 }
 
+/* The ISA table whose chunked linear-attention kernel is `kernel` (NULL: the active one),
+ * so that a caller naming a path's kernel gets that path's SSD kernel; NULL when `kernel`
+ * is none of them. */
+static const lm_ops *ops_of(lm_linear_head_f32_fn kernel)
+{
+    if (kernel == NULL)
+        return lm_ops_active();
+    for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
+        const lm_ops *ops = lm_ops_for((lm_isa)isa);
+        if (ops != NULL && ops->linear_chunked_f32 == kernel)
+            return ops;
+    }
+    return NULL;
+}
+
+/* sc {C, C} = the scores C_t . B_s (s <= t < n) of one chunk, zero above the diagonal:
+ * c, b {n, N} rows ld apart; bt {N, C} scratch. */
+static void chunk_scores(const lm_ops *ops, const float *c, const float *b, size_t ld, size_t n,
+                         size_t N, size_t C, float *bt, float *sc)
+{
+    for (size_t s = 0; s < n; s++)
+        for (size_t k = 0; k < N; k++)
+            bt[k * C + s] = b[s * ld + k];
+    memset(sc, 0, C * C * sizeof(float));
+    ops->gemm_acc_f32(n, n, N, c, ld, bt, C, sc, C);
+    for (size_t t = 0; t < n; t++)
+        memset(sc + t * C + t + 1, 0, (C - t - 1) * sizeof(float));
+}
+
+/* The chunked scan through the SSD kernel of `ops` (ssd_chunked.h), over spans of time
+ * whose chunk scores fit SSD_SCORES_MAX floats (usually the whole sequence: one span).
+ * Per span, first the chunk scores C_t . B_s of every (batch row, group) and chunk, once
+ * for all the heads of the group (then a barrier); then time blocks of T tokens (a whole
+ * number of chunks) outer and the (batch row, head) items inner, each item's state
+ * (transposed, {N, P}) carried in `states`: the x and y rows of a block (H P floats apart,
+ * two pages per token) are walked by every head while their pages are in the TLB, and the
+ * B and C rows come from cache. The static schedule gives a thread the same items in
+ * every block, so blocks need no barrier between them (with the box's other jobs taking a
+ * core now and then, a barrier can cost a scheduling quantum). x, y, B, C and dt_raw are
+ * read and written in place (strided). */
+static lm_status ssd_chunked(const lm_ops *ops, const lm_ssm_ssd_f32 *p, size_t chunk,
+                             lm_error *err)
+{
+    const size_t B = p->batch, L = p->length, H = p->heads, P = p->head_dim;
+    const size_t G = p->groups, N = p->state;
+    const size_t C = chunk < L ? chunk : L;
+    const size_t T = C >= SSD_BLOCK ? C : C * (SSD_BLOCK / C);
+    const size_t span_blocks = SSD_SCORES_MAX / (B * G * C * T) > 0
+                                   ? SSD_SCORES_MAX / (B * G * C * T) : 1;
+    const size_t span = span_blocks * T < L ? span_blocks * T : L; /* tokens per span */
+    const size_t chunks = (span + C - 1) / C;                        /* chunks per span */
+    const size_t kernel_work = round16(lm_ssd_chunked_work_floats(C, P));
+    const size_t per_thread = kernel_work + round16(N * C);
+    const size_t items = B * H, state_floats = round16(N * P);
+    const int threads = items > 1 ? omp_get_max_threads() : 1;
+    float *work = lm_alloc((size_t)threads * per_thread * sizeof(float));
+    float *states = lm_alloc(items * state_floats * sizeof(float)); /* {B H, N, P} */
+    float *scores = lm_alloc(B * G * chunks * C * C * sizeof(float)); /* {B G, chunks, C, C} */
+    if (work == NULL || states == NULL || scores == NULL) {
+        lm_free(work), lm_free(states), lm_free(scores);
+        return lm_fail(err, LM_ERR_NOMEM, "no memory for the SSD workspace");
+    }
+#pragma omp parallel num_threads(threads)
+    {
+        float *kw = work + (size_t)omp_get_thread_num() * per_thread; /* the kernel's */
+        float *bt = kw + kernel_work; /* {N, C}: B of a chunk, transposed */
+#pragma omp for schedule(static) nowait
+        for (long long item = 0; item < (long long)items; item++) {
+            float *s = states + (size_t)item * state_floats; /* {N, P} */
+            if (p->h0 != NULL) {
+                const float *h0 = p->h0 + (size_t)item * P * N; /* {P, N} */
+                for (size_t i = 0; i < P; i++)
+                    for (size_t n = 0; n < N; n++)
+                        s[n * P + i] = h0[i * N + n];
+            } else {
+                memset(s, 0, N * P * sizeof(float));
+            }
+        }
+        for (size_t s0 = 0; s0 < L; s0 += span) {
+            const size_t span_len = L - s0 < span ? L - s0 : span;
+            const size_t span_chunks = (span_len + C - 1) / C;
+            if (s0 > 0) {
+#pragma omp barrier
+            } /* every head is done with the previous span's scores */
+#pragma omp for schedule(static)
+            for (long long job = 0; job < (long long)(B * G * span_chunks); job++) {
+                const size_t bg = (size_t)job / span_chunks, j = (size_t)job % span_chunks;
+                const size_t bi = bg / G, g = bg % G, row = bi * L + s0 + j * C;
+                const size_t n = span_len - j * C < C ? span_len - j * C : C;
+                chunk_scores(ops, p->c + (row * G + g) * N, p->b + (row * G + g) * N, G * N,
+                             n, N, C, bt, scores + (bg * chunks + j) * C * C);
+            }
+            for (size_t t0 = s0; t0 < s0 + span_len; t0 += T) {
+                const size_t len = s0 + span_len - t0 < T ? s0 + span_len - t0 : T;
+#pragma omp for schedule(static) nowait
+                for (long long item = 0; item < (long long)items; item++) {
+                    const size_t bi = (size_t)item / H, h = (size_t)item % H, g = h / (H / G);
+                    const size_t row = bi * L + t0;
+                    const lm_ssd_block_f32 blk = {
+                        .length = len, .chunk = C, .head_dim = P, .state = N,
+                        .x = p->x + (row * H + h) * P, .dt_raw = p->dt_raw + row * H + h,
+                        .b = p->b + (row * G + g) * N, .c = p->c + (row * G + g) * N,
+                        .scores = scores + ((bi * G + g) * chunks + (t0 - s0) / C) * C * C,
+                        .y = p->y + (row * H + h) * P,
+                        .s = states + (size_t)item * state_floats,
+                        .ldx = H * P, .ld_dt = H, .ldbc = G * N, .ldy = H * P,
+                        .dt_bias = p->dt_bias ? p->dt_bias[h] : 0.0f, .a = p->a[h],
+                        .skip = p->skip ? p->skip[h] : 0.0f};
+                    ops->ssd_chunked_f32(&blk, kw);
+                }
+            }
+        }
+        if (p->h_final != NULL) {
+#pragma omp for schedule(static)
+            for (long long item = 0; item < (long long)items; item++) {
+                const float *s = states + (size_t)item * state_floats;
+                float *hf = p->h_final + (size_t)item * P * N; /* {P, N} */
+                for (size_t i = 0; i < P; i++)
+                    for (size_t n = 0; n < N; n++)
+                        hf[i * N + n] = s[n * P + i];
+            }
+        }
+    }
+    lm_free(states);
+    lm_free(scores);
+    lm_free(work);
+    return LM_OK;
+}
+
 lm_status lm_ssm_ssd_scan_f32(lm_linear_head_f32_fn kernel, bool chunked,
                               const lm_ssm_ssd_f32 *p, size_t chunk, lm_error *err)
 {
@@ -61,6 +204,11 @@ lm_status lm_ssm_ssd_scan_f32(lm_linear_head_f32_fn kernel, bool chunked,
         return status;
     if (chunked && chunk == 0)
         return lm_fail(err, LM_ERR_ARG, "chunk must be positive");
+    if (chunked) {
+        const lm_ops *ops = ops_of(kernel);
+        if (ops != NULL)
+            return ssd_chunked(ops, p, chunk, err);
+    }
     if (kernel == NULL)
         kernel = chunked ? lm_ops_active()->linear_chunked_f32
                          : lm_ops_active()->linear_recurrent_f32;

@@ -213,16 +213,17 @@ lm_status lm_ssm_best_time_invariant_recall(const double *values, size_t steps,
                                             double *best_delta, double *best_value,
                                             lm_error *err);
 
-/* ---- Mamba-2 SSD (kernels/ssm/ref_ssd.c, driver_ssd.c; the chunked and recurrent
- *      kernels are the linear-attention kernels of kernels/linear/) -------------------------
+/* ---- Mamba-2 SSD (kernels/ssm/ref_ssd.c, driver_ssd.c; the chunked form is the SSD kernel
+ *      of kernels/ssm/ssd_chunked.h, the recurrent scan the linear-attention kernel) ------
  * Per batch row, head h (group g = h / (H / G)), token t; head_dim P, state N:
  *   delta_t = softplus(dt_raw[t,h] + dt_bias[h]),  abar_t = exp(delta_t * A[h])  (A[h] <= 0)
  *   S_t     = abar_t S_{t-1} + delta_t x_t B_t^T          S {P, N}, x_t {P}, B_t, C_t {N}
  *   y_t     = S_t C_t + skip[h] x_t
  * This is linear attention with q = C_t, k = delta_t B_t, v = x_t and the scalar gate
- * abar_t given by its logarithm delta_t A[h]: the chunked SSD form (intra-chunk products
- * masked by exp(segment sums of delta A), inter-chunk state passing) is the chunked
- * linear-attention kernel, and the recurrent scan its recurrent kernel. */
+ * abar_t given by its logarithm delta_t A[h]: the recurrent scan is the recurrent
+ * linear-attention kernel; the chunked SSD form (intra-chunk products masked by
+ * exp(segment sums of delta A), inter-chunk state passing) has its own kernel
+ * (ssd_chunked.h) that computes the C B^T scores once per group. */
 typedef struct lm_ssm_ssd_f64 {
     size_t batch, length, heads, head_dim, groups, state; /* B, L, H, P, G, N */
     const double *x;       /* {B, L, H, P} */
@@ -249,11 +250,12 @@ typedef struct lm_ssm_ssd_f32 {
  * non-positive ..."). */
 lm_status lm_ssm_ssd_f64_ref(const lm_ssm_ssd_f64 *p, lm_error *err);
 
-/* The operator: checks p (as the oracle, without scanning token data), then for every
- * (batch row, head) runs `kernel` (NULL: the active ISA's chunked kernel when chunked,
- * recurrent otherwise) over blocks of time with the head's state carried in place: q = C,
- * k = B and the log-gate are read in place with one group, gathered per head otherwise;
- * v = delta x is formed per block.
+/* The operator: checks p (as the oracle, without scanning token data), then
+ *   chunked: the SSD kernel (ssd_chunked_f32) of the path whose linear_chunked_f32 is
+ *            `kernel` (NULL: the active path), on chunk scores computed once per group; a
+ *            kernel of no path runs through the linear-attention form as before;
+ *   recurrent: for every (batch row, head) `kernel` (NULL: the active ISA's recurrent
+ *            kernel) over blocks of time with the head's state carried in place.
  * chunk 0 is LM_ERR_ARG when chunked. */
 lm_status lm_ssm_ssd_scan_f32(lm_linear_head_f32_fn kernel, bool chunked,
                               const lm_ssm_ssd_f32 *p, size_t chunk, lm_error *err);

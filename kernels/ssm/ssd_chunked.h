@@ -1,0 +1,60 @@
+/* The chunked Mamba-2 SSD kernel of one (batch row, head) over one block of time, per ISA
+ * (ssd_body.h instantiated by ssd_scalar.c, avx2_ssd.c, avx512_ssd.c, neon_ssd.c); the
+ * operator driver is kernels/ssm/driver_ssd.c.
+ *
+ * Per chunk of C tokens (row t, 0-based in the chunk; the state S {N, P} enters as S_in):
+ *   delta_t = softplus(dt_raw_t + dt_bias),  lg_t = delta_t A  (<= 0)
+ * The chunk is cut into sub-chunks [a, b) whose decay c_t = lg_{a+1} + ... + lg_t stays
+ * within SSD_RANGE (usually the whole chunk). With u_t = exp(c_t), w_s = exp(-c_s) delta_s,
+ * alpha = exp(lg_a), Xw = diag(w) X:
+ *   y_t   = u_t (alpha C_t S_in + sum_{a<=s<=t} (C_t . B_s) Xw_s) + skip x_t
+ *   S_out = u_{b-1} (alpha S_in + B^T Xw)
+ * which is the recurrence S_t = exp(lg_t) S_{t-1} + delta_t B_t x_t^T, y_t = S_t^T C_t +
+ * skip x_t unrolled: every decay exp(c_t - c_s) (s <= t) is the product u_t w_s, and
+ * every term of a row of y (or of S_out) carries the same factor u_t (u_{b-1}), so scaling
+ * by it is not a cancellation. The C . B scores are shared by every head of a group: the
+ * driver computes them once per chunk (`scores`). */
+#ifndef LONGMIX_SSD_CHUNKED_H
+#define LONGMIX_SSD_CHUNKED_H
+
+#include <stddef.h>
+
+/* Largest decay range of a sub-chunk: w_s <= e^48 (about 7e20), far from float overflow
+ * for any sane input, and u_t >= e^-48 far above the smallest normal float. */
+#define SSD_RANGE 48.0f
+
+typedef struct lm_ssd_block_f32 {
+    size_t length;     /* tokens in this block */
+    size_t chunk;      /* C >= 1 */
+    size_t head_dim;   /* P */
+    size_t state;      /* N */
+    const float *x;    /* {length, P}, rows ldx apart */
+    const float *dt_raw; /* {length}, entries ld_dt apart, before bias and softplus */
+    const float *b;    /* {length, N}, rows ldbc apart */
+    const float *c;    /* {length, N}, rows ldbc apart */
+    const float *scores; /* {ceil(length / C), C, C}: C_t . B_s of each chunk for s <= t,
+                          * zero for s > t */
+    float *y;          /* {length, P}, rows ldy apart */
+    float *s;          /* {N, P}: the state, updated in place */
+    size_t ldx, ld_dt, ldbc, ldy;
+    float dt_bias, a, skip; /* the head's bias, A (<= 0) and skip */
+} lm_ssd_block_f32;
+
+/* Floats of workspace one call needs (per thread). */
+static inline size_t lm_ssd_chunked_work_floats(size_t chunk, size_t head_dim)
+{
+    const size_t cp = (chunk * head_dim + 15) & ~(size_t)15;
+    const size_t c16 = ((chunk + 15) & ~(size_t)15) + 16;
+    return cp + 6 * c16;
+}
+
+/* Runs the block's chunks in order, updating blk->s in place and writing blk->y.
+ * blk->scores must hold the block's chunk scores; work holds
+ * lm_ssd_chunked_work_floats(chunk, head_dim) floats. */
+typedef void (*lm_ssd_chunked_f32_fn)(const lm_ssd_block_f32 *blk, float *work);
+void lm_ssd_chunked_f32_scalar(const lm_ssd_block_f32 *blk, float *work);
+void lm_ssd_chunked_f32_avx2(const lm_ssd_block_f32 *blk, float *work);
+void lm_ssd_chunked_f32_avx512(const lm_ssd_block_f32 *blk, float *work);
+void lm_ssd_chunked_f32_neon(const lm_ssd_block_f32 *blk, float *work);
+
+#endif

@@ -1,0 +1,7 @@
+/* Portable float32 chunked Mamba-2 SSD: the shared kernel body (ssd_body.h) with one float
+ * per "vector" and libm's expf/log1pf. */
+#include <stdbool.h>
+
+#include "simd_scalar.h"
+#define SSD_CHUNKED_NAME lm_ssd_chunked_f32_scalar
+#include "ssd_body.h"
