@@ -46,15 +46,15 @@ sweep rolling --kernel window_decode --dtype f32 --ctx 1000000 --chunk 1024 --th
 sweep mla --kernel mla_decode_absorbed,mla_decode_cached,mla_decode_expanded --ctx 32768 --heads 128 --threads 2 \
     --reps 3
 # issue 5: recurrent family
-sweep mamba1 --kernel mamba1_scan --ctx 4096 --d-inner 2048 --d-state 16 --threads 1,2 --reps 5
+sweep mamba1 --kernel mamba1_scan --ctx 4096 --d-inner 2048 --d-state 16 --threads 1,2 --reps 9
 sweep ssd --kernel ssd_chunked,ssd_recurrent --ctx 4096 --d-inner 2048 --d-state 128 \
-    --chunk 32,64 --threads 1,2 --reps 3
+    --chunk 32,64 --threads 1,2 --reps 5
 sweep linear --kernel linear_chunked --ctx 8192 --heads 32 --head-dim 128 \
     --chunk 32,64,128,256 --threads 1,2 --reps 3
 sweep delta --kernel delta_chunked,delta_recurrent --ctx 4096 --heads 32 --head-dim 128 \
     --chunk 16,32,64 --threads 1,2 --reps 3
 sweep affine --kernel affine_scan --ctx 4194304 --d-inner 16 --chunk 1024,16384,65536 \
-    --threads 1,2 --reps 5
+    --threads 1,2 --reps 9
 sweep steps --kernel mamba1_step --d-inner 8192 --d-state 16 --threads 1,2 --reps 9
 sweep steps --kernel ssd_step --d-inner 2048 --d-state 128 --threads 1,2 --reps 9
 "$PYTHON" scripts/targets.py "$out" >"$out/targets.md"
