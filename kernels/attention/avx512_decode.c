@@ -1,5 +1,5 @@
 /* AVX-512 decode kernels (lm_attn_decode_{f32,f16,bf16}_avx512): the generic decode of
- * kernel_body.h rebuilt around 16-lane score vectors.
+ * kernel_body.h rebuilt around 16-lane score vectors and software-pipelined over blocks.
  *
  * Per block of BK keys and per pass over GN query heads (4, 2 or 1) of the group:
  *   scores   16 accumulators acc[h, t] (GN heads x T = 16 / GN keys) run over d; one
@@ -9,11 +9,15 @@
  *   softmax  on those vectors: the running max and sum stay lane-wise (each head's value
  *            replicated over its T lanes), one vector exp per 16 weights, the accumulator
  *            is rescaled only for heads whose max grew in this block;
- *   P V      GN heads x CV d-vectors of accumulators, every V load shared by the GN heads.
- * Keys and values PF_ROWS rows ahead are software-prefetched (every cache line, into L1)
- * while the scores run, so both streams are in flight at once: 1.3x the bandwidth of the
- * hardware prefetcher alone at one thread; 8 to 96 rows, L2 hints or a second, far L2
- * prefetch, and splitting the V prefetch into the P V loop all measured the same or worse. */
+ *   P V      up to 2 heads x 8 d-vectors of accumulators over whole value rows (a 4-head
+ *            pass makes two passes of 2 heads; the second reads the rows from L1).
+ * Pipeline: the P V of block b - 1 runs interleaved with the scores of block b (8 keys of
+ * each at a time), so the K and V streams are both consumed all the time instead of one
+ * 16 KiB burst of K, then one of V; the weights of block b - 1 wait in the workspace.
+ * Keys and values PF_ROWS rows ahead of their own stream are software-prefetched (every
+ * cache line, into L1). At one thread the prefetch alone gave 1.3x the bandwidth of the
+ * hardware prefetcher (8 to 96 rows, L2 hints, every second line, a second far L2 prefetch:
+ * the same or worse); the pipeline another 1.1-1.15x (f32). */
 #if !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512DQ__)
 #error "kernels/attention/avx512_decode.c needs -mavx512f -mavx512bw -mavx512dq"
 #endif
@@ -36,7 +40,6 @@ enum {
     BK = 32,      /* keys per block */
     PF_ROWS = 16, /* prefetch distance in keys */
 };
-_Static_assert(32 <= LM_ATTN_DECODE_BLOCK, "workspace: 32 floats per pass of >= 1 head");
 
 /* 16 stored elements of row `row` (width d) from column c, widened to float. */
 DEC_INLINE __m512 load16(const void *base, size_t row, size_t d, size_t c, int dt)
@@ -94,99 +97,160 @@ DEC_INLINE void prefetch_rows(const void *base, size_t row0, size_t rows, size_t
         _mm_prefetch(p + off, _MM_HINT_T0);
 }
 
-/* Scores of keys j0 + [0, BK) for heads q {GN, d}: s[v] lane h T + t = scale q[h] . k[j0 +
- * v T + t]; keys at or past cnt read row cnt - 1 and score -inf. pf: prefetch the K and V
- * rows PF_ROWS ahead (the first pass of a block only). */
-DEC_INLINE void scores_block(const float *restrict q, const void *k, const void *v, size_t j0,
-                             size_t cnt, size_t d, int gn, int dt, bool pf, float scale,
-                             __m512 *s)
+/* Score vector of keys j0 + t0 + [0, T) (T = 16 / gn) for heads q {gn, d}: lane h T + t =
+ * scale q[h] . k[j0 + t0 + t]; keys at or past cnt read row j0 + cnt - 1 and score -inf. */
+DEC_INLINE __m512 score_group(const float *restrict q, const void *k, size_t j0, size_t t0,
+                              size_t cnt, size_t d, int gn, int dt, float scale)
 {
     const int t_per = 16 / gn;
-    const size_t esize = dt == KV_F32 ? 4 : 2, row_bytes = d * esize;
-    for (int vi = 0; vi < BK / t_per; vi++) {
-        const size_t t0 = (size_t)vi * (size_t)t_per;
-        if (pf) { /* addresses past the range are harmless: a prefetch never faults */
-            prefetch_rows(k, j0 + t0 + PF_ROWS, (size_t)t_per, row_bytes);
-            prefetch_rows(v, j0 + t0 + PF_ROWS, (size_t)t_per, row_bytes);
-        }
-        size_t rows[16];
+    size_t rows[16];
+    DEC_UNROLL
+    for (int t = 0; t < t_per; t++)
+        rows[t] = j0 + (t0 + (size_t)t < cnt ? t0 + (size_t)t : cnt - 1);
+    __m512 acc[16];
+    DEC_UNROLL
+    for (int i = 0; i < 16; i++)
+        acc[i] = _mm512_setzero_ps();
+    for (size_t c = 0; c < d; c += 16) {
+        __m512 qv[4];
         DEC_UNROLL
-        for (int t = 0; t < t_per; t++)
-            rows[t] = j0 + (t0 + (size_t)t < cnt ? t0 + (size_t)t : cnt - 1);
-        __m512 acc[16];
+        for (int h = 0; h < gn; h++)
+            qv[h] = _mm512_loadu_ps(q + (size_t)h * d + c);
         DEC_UNROLL
-        for (int i = 0; i < 16; i++)
-            acc[i] = _mm512_setzero_ps();
-        for (size_t c = 0; c < d; c += 16) {
-            __m512 qv[4];
+        for (int t = 0; t < t_per; t++) {
+            const __m512 kv = load16(k, rows[t], d, c, dt); /* read once for GN heads */
             DEC_UNROLL
             for (int h = 0; h < gn; h++)
-                qv[h] = _mm512_loadu_ps(q + (size_t)h * d + c);
+                acc[h * t_per + t] = _mm512_fmadd_ps(qv[h], kv, acc[h * t_per + t]);
+        }
+    }
+    __m512 x = _mm512_mul_ps(reduce16(acc), _mm512_set1_ps(scale));
+    if (t0 + (size_t)t_per > cnt) { /* lanes of keys past cnt weigh exactly 0 */
+        const __m512i lane_t = _mm512_and_si512(
+            _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+            _mm512_set1_epi32(t_per - 1));
+        const __mmask16 dead = _mm512_cmpge_epi32_mask(
+            lane_t, _mm512_set1_epi32(t0 < cnt ? (int)(cnt - t0) : 0));
+        x = _mm512_mask_mov_ps(x, dead, _mm512_set1_ps(-INFINITY));
+    }
+    return x;
+}
+
+/* Heads h0 .. h0 + hn (hn = 1 or 2) of a pass of gn heads: accs rows {d} += sum over keys
+ * t in [ta, tb) of w[t, h] v[j0 + t], whole rows (8 d-vectors, then single ones), so a
+ * value row is read in address order. p: weights, key t of head h at vector t / T, lane
+ * h T + t % T. */
+DEC_INLINE void pv_heads(const float *restrict p, const void *v, size_t j0, size_t ta,
+                         size_t tb, size_t d, int gn, int h0, int hn, float *restrict accs,
+                         int dt)
+{
+    const size_t t_per = (size_t)(16 / gn);
+    size_t c0 = 0;
+    for (; c0 + 128 <= d; c0 += 128) {
+        __m512 acc[2][8];
+        DEC_UNROLL
+        for (int h = 0; h < hn; h++)
             DEC_UNROLL
-            for (int t = 0; t < t_per; t++) {
-                const __m512 kv = load16(k, rows[t], d, c, dt); /* read once for GN heads */
+            for (int e = 0; e < 8; e++)
+                acc[h][e] = _mm512_loadu_ps(accs + (size_t)(h0 + h) * d + c0 + (size_t)e * 16);
+        for (size_t t = ta; t < tb; t++) {
+            __m512 vv[8];
+            DEC_UNROLL
+            for (int e = 0; e < 8; e++)
+                vv[e] = load16(v, j0 + t, d, c0 + (size_t)e * 16, dt);
+            const float *pt = p + t / t_per * 16 + t % t_per;
+            DEC_UNROLL
+            for (int h = 0; h < hn; h++) {
+                const __m512 w = _mm512_set1_ps(pt[(size_t)(h0 + h) * t_per]);
                 DEC_UNROLL
-                for (int h = 0; h < gn; h++)
-                    acc[h * t_per + t] = _mm512_fmadd_ps(qv[h], kv, acc[h * t_per + t]);
+                for (int e = 0; e < 8; e++)
+                    acc[h][e] = _mm512_fmadd_ps(w, vv[e], acc[h][e]);
             }
         }
-        __m512 x = _mm512_mul_ps(reduce16(acc), _mm512_set1_ps(scale));
-        if (t0 + (size_t)t_per > cnt) { /* lanes of keys past cnt weigh exactly 0 */
-            const __m512i lane_t = _mm512_and_si512(
-                _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                _mm512_set1_epi32(t_per - 1));
-            const __mmask16 dead = _mm512_cmpge_epi32_mask(
-                lane_t, _mm512_set1_epi32(t0 < cnt ? (int)(cnt - t0) : 0));
-            x = _mm512_mask_mov_ps(x, dead, _mm512_set1_ps(-INFINITY));
+        DEC_UNROLL
+        for (int h = 0; h < hn; h++)
+            DEC_UNROLL
+            for (int e = 0; e < 8; e++)
+                _mm512_storeu_ps(accs + (size_t)(h0 + h) * d + c0 + (size_t)e * 16, acc[h][e]);
+    }
+    for (; c0 < d; c0 += 16) { /* d not a multiple of 128: one d-vector at a time */
+        __m512 acc[2];
+        DEC_UNROLL
+        for (int h = 0; h < hn; h++)
+            acc[h] = _mm512_loadu_ps(accs + (size_t)(h0 + h) * d + c0);
+        for (size_t t = ta; t < tb; t++) {
+            const __m512 vv = load16(v, j0 + t, d, c0, dt);
+            const float *pt = p + t / t_per * 16 + t % t_per;
+            DEC_UNROLL
+            for (int h = 0; h < hn; h++)
+                acc[h] = _mm512_fmadd_ps(_mm512_set1_ps(pt[(size_t)(h0 + h) * t_per]), vv,
+                                         acc[h]);
         }
-        s[vi] = x;
+        DEC_UNROLL
+        for (int h = 0; h < hn; h++)
+            _mm512_storeu_ps(accs + (size_t)(h0 + h) * d + c0, acc[h]);
     }
 }
 
-/* acc rows {GN, d} += sum_t w[t, h] v[j0 + t] for t < cnt, columns [c0, c0 + cv 16). */
-DEC_INLINE void pv_block(const float *restrict p, const void *v, size_t j0, size_t cnt, size_t d,
-                         int gn, size_t c0, int cv, float *restrict accs, int dt)
+/* 4 heads, columns [c0, c0 + 64): accs rows += sum over keys t in [ta, tb) of w[t, h]
+ * v[j0 + t], every value vector widened once for the 4 heads. */
+DEC_INLINE void pv_quarter(const float *restrict p, const void *v, size_t j0, size_t ta,
+                           size_t tb, size_t d, size_t c0, float *restrict accs, int dt)
 {
-    const int t_per = 16 / gn;
-    __m512 acc[4][8];
+    __m512 acc[4][4];
     DEC_UNROLL
-    for (int h = 0; h < gn; h++)
+    for (int h = 0; h < 4; h++)
         DEC_UNROLL
-        for (int e = 0; e < cv; e++)
+        for (int e = 0; e < 4; e++)
             acc[h][e] = _mm512_loadu_ps(accs + (size_t)h * d + c0 + (size_t)e * 16);
-    for (size_t t = 0; t < cnt; t++) {
-        __m512 vv[8];
+    for (size_t t = ta; t < tb; t++) {
+        __m512 vv[4];
         DEC_UNROLL
-        for (int e = 0; e < cv; e++)
+        for (int e = 0; e < 4; e++)
             vv[e] = load16(v, j0 + t, d, c0 + (size_t)e * 16, dt);
-        /* weight of key t for head h: vector t / T, lane h T + t % T */
-        const float *pt = p + (t / (size_t)t_per) * 16 + t % (size_t)t_per;
+        const float *pt = p + t / 4 * 16 + t % 4;
         DEC_UNROLL
-        for (int h = 0; h < gn; h++) {
-            const __m512 w = _mm512_set1_ps(pt[h * t_per]);
+        for (int h = 0; h < 4; h++) {
+            const __m512 w = _mm512_set1_ps(pt[h * 4]);
             DEC_UNROLL
-            for (int e = 0; e < cv; e++)
+            for (int e = 0; e < 4; e++)
                 acc[h][e] = _mm512_fmadd_ps(w, vv[e], acc[h][e]);
         }
     }
     DEC_UNROLL
-    for (int h = 0; h < gn; h++)
+    for (int h = 0; h < 4; h++)
         DEC_UNROLL
-        for (int e = 0; e < cv; e++)
+        for (int e = 0; e < 4; e++)
             _mm512_storeu_ps(accs + (size_t)h * d + c0 + (size_t)e * 16, acc[h][e]);
 }
 
-/* One block of keys j0 + [0, cnt) for heads q {GN, d}: ms, ls (16 floats each) hold the
- * lane-wise running max and sum of these heads, accs {GN, d} their accumulators;
- * pw {BK GN} receives the weights. */
-DEC_INLINE void decode_step(const float *restrict q, const void *k, const void *v, size_t j0,
-                            size_t cnt, size_t d, int gn, float scale, float *restrict ms,
-                            float *restrict ls, float *restrict accs, float *restrict pw, int dt,
-                            bool pf)
+/* accs {gn, d} += sum over keys t in [ta, tb) of w[t, h] v[j0 + t]. */
+DEC_INLINE void pv_range(const float *restrict p, const void *v, size_t j0, size_t ta,
+                         size_t tb, size_t d, int gn, float *restrict accs, int dt)
 {
-    const int t_per = 16 / gn, vecs = BK / t_per; /* vecs: score vectors of the block */
-    __m512 s[8];
-    scores_block(q, k, v, j0, cnt, d, gn, dt, pf, scale, s);
+    if (gn == 4 && dt != KV_F32 && d % 64 == 0) {
+        /* 16-bit rows: widen each value once (4 heads x 4 d-vectors per pass) rather than
+         * twice (2 + 2 heads over whole rows) */
+        for (size_t c0 = 0; c0 < d; c0 += 64)
+            pv_quarter(p, v, j0, ta, tb, d, c0, accs, dt);
+    } else if (gn == 4) {
+        pv_heads(p, v, j0, ta, tb, d, 4, 0, 2, accs, dt);
+        pv_heads(p, v, j0, ta, tb, d, 4, 2, 2, accs, dt); /* the same rows, now in L1 */
+    } else if (gn == 2) {
+        pv_heads(p, v, j0, ta, tb, d, 2, 0, 2, accs, dt);
+    } else {
+        pv_heads(p, v, j0, ta, tb, d, 1, 0, 1, accs, dt);
+    }
+}
+
+/* Online-softmax update after the scores s[0, BK / T) of one block: ms, ls (16 lanes each)
+ * hold the running max and sum of this pass's heads; the block's weights e^(s - m_new) go
+ * to pw {BK / T vectors}, l += their sum, and accs {gn, d} and l are rescaled for the heads
+ * whose max grew. */
+DEC_INLINE void softmax_block(const __m512 *s, size_t d, int gn, float *restrict ms,
+                              float *restrict ls, float *restrict accs, float *restrict pw)
+{
+    const int t_per = 16 / gn, vecs = BK / t_per;
     const __m512 mold = _mm512_loadu_ps(ms);
     __m512 mx = s[0];
     DEC_UNROLL
@@ -216,15 +280,39 @@ DEC_INLINE void decode_step(const float *restrict q, const void *k, const void *
     }
     _mm512_storeu_ps(ls, _mm512_add_ps(lvec, sum));
     _mm512_storeu_ps(ms, mnew);
-    size_t c0 = 0;
-    if (gn == 4)
-        for (; c0 + 64 <= d; c0 += 64)
-            pv_block(pw, v, j0, cnt, d, gn, c0, 4, accs, dt);
-    else
-        for (; c0 + 128 <= d; c0 += 128)
-            pv_block(pw, v, j0, cnt, d, gn, c0, 8, accs, dt);
-    for (; c0 < d; c0 += 16)
-        pv_block(pw, v, j0, cnt, d, gn, c0, 1, accs, dt);
+}
+
+enum { PV_KEYS = 8 }; /* keys of the previous block's P V per step of the pipeline */
+
+/* One pass (heads q {gn, d}) over block j0 (cnt keys): its scores, interleaved with the P V
+ * of the previous, full block j0 - BK (weights in pw) when prev, then the softmax update,
+ * which leaves this block's weights in pw. pf: prefetch K and V rows PF_ROWS ahead of
+ * their streams (the first pass of a block only). */
+DEC_INLINE void pipe_step(const float *restrict q, const void *k, const void *v, size_t j0,
+                          size_t cnt, bool prev, size_t d, int gn, float scale,
+                          float *restrict ms, float *restrict ls, float *restrict accs,
+                          float *restrict pw, int dt, bool pf)
+{
+    const int t_per = 16 / gn, vecs = BK / t_per;
+    const int step = PV_KEYS < t_per ? 1 : PV_KEYS / t_per; /* score vectors per step */
+    const size_t row_bytes = d * (dt == KV_F32 ? 4 : 2);
+    const size_t vrow = prev ? j0 - BK : 0; /* first row of the value stream's block */
+    __m512 s[8];
+    for (int vi = 0; vi < vecs; vi += step) {
+        DEC_UNROLL
+        for (int u = 0; u < step; u++) {
+            const size_t t0 = (size_t)(vi + u) * (size_t)t_per;
+            if (pf) { /* addresses past the range are harmless: a prefetch never faults */
+                prefetch_rows(k, j0 + t0 + PF_ROWS, (size_t)t_per, row_bytes);
+                prefetch_rows(v, vrow + t0 + PF_ROWS, (size_t)t_per, row_bytes);
+            }
+            s[vi + u] = score_group(q, k, j0, t0, cnt, d, gn, dt, scale);
+        }
+        if (prev)
+            pv_range(pw, v, j0 - BK, (size_t)vi * (size_t)t_per,
+                     (size_t)(vi + step) * (size_t)t_per, d, gn, accs, dt);
+    }
+    softmax_block(s, d, gn, ms, ls, accs, pw);
 }
 
 /* Heads per pass from g0 on: 4 while 4 remain, then 2, then 1. */
@@ -233,40 +321,43 @@ static inline int pass_heads(size_t group, size_t g0)
     return group - g0 >= 4 ? 4 : group - g0 >= 2 ? 2 : 1;
 }
 
+/* The pass of heads g0 .. g0 + gn keeps its state in workspace floats
+ * [g0 LM_ATTN_DECODE_BLOCK, (g0 + gn) LM_ATTN_DECODE_BLOCK): 16 max lanes, 16 sum lanes,
+ * then the BK gn weights of the block whose P V is pending. */
+_Static_assert(32 + BK <= LM_ATTN_DECODE_BLOCK, "workspace: state and weights of a pass");
+
 DEC_INLINE void decode_all(const float *q, const void *k, const void *v, size_t n, size_t d,
                            size_t group, float scale, float *m, float *l, float *acc,
                            float *workspace, int dt)
 {
-    float pw[BK * 4] __attribute__((aligned(64))); /* weights of one block and pass */
-    float *state = workspace;                      /* per pass: 16 max, 16 sum lanes */
-    size_t passes = 0;
-    for (size_t g0 = 0; g0 < group; g0 += (size_t)pass_heads(group, g0), passes++)
+    for (size_t g0 = 0; g0 < group; g0 += (size_t)pass_heads(group, g0))
         for (int i = 0; i < 16; i++) {
-            state[passes * 32 + (size_t)i] = -FLT_MAX;
-            state[passes * 32 + 16 + (size_t)i] = 0.0f;
+            workspace[g0 * LM_ATTN_DECODE_BLOCK + (size_t)i] = -FLT_MAX;
+            workspace[g0 * LM_ATTN_DECODE_BLOCK + 16 + (size_t)i] = 0.0f;
         }
     memset(acc, 0, group * d * sizeof(float));
     for (size_t j0 = 0; j0 < n; j0 += BK) {
         const size_t cnt = n - j0 < BK ? n - j0 : BK;
-        size_t g0 = 0;
-        for (size_t p = 0; g0 < group; p++) {
+        for (size_t g0 = 0; g0 < group;) {
             const int gn = pass_heads(group, g0);
-            float *ms = state + p * 32, *ls = ms + 16;
+            float *ms = workspace + g0 * LM_ATTN_DECODE_BLOCK;
             const float *qg = q + g0 * d;
             float *ag = acc + g0 * d;
+            const bool prev = j0 > 0, pf = g0 == 0;
             if (gn == 4)
-                decode_step(qg, k, v, j0, cnt, d, 4, scale, ms, ls, ag, pw, dt, p == 0);
+                pipe_step(qg, k, v, j0, cnt, prev, d, 4, scale, ms, ms + 16, ag, ms + 32, dt, pf);
             else if (gn == 2)
-                decode_step(qg, k, v, j0, cnt, d, 2, scale, ms, ls, ag, pw, dt, p == 0);
+                pipe_step(qg, k, v, j0, cnt, prev, d, 2, scale, ms, ms + 16, ag, ms + 32, dt, pf);
             else
-                decode_step(qg, k, v, j0, cnt, d, 1, scale, ms, ls, ag, pw, dt, p == 0);
+                pipe_step(qg, k, v, j0, cnt, prev, d, 1, scale, ms, ms + 16, ag, ms + 32, dt, pf);
             g0 += (size_t)gn;
         }
     }
-    size_t g0 = 0;
-    for (size_t p = 0; g0 < group; p++) {
+    const size_t jl = (n - 1) / BK * BK; /* the last block: its P V is still to do */
+    for (size_t g0 = 0; g0 < group;) {
         const int gn = pass_heads(group, g0), t_per = 16 / gn;
-        const float *ms = state + p * 32, *ls = ms + 16;
+        const float *ms = workspace + g0 * LM_ATTN_DECODE_BLOCK, *ls = ms + 16;
+        pv_range(ms + 32, v, jl, 0, n - jl, d, gn, acc + g0 * d, dt);
         for (int h = 0; h < gn; h++) {
             float total = 0.0f;
             for (int t = 0; t < t_per; t++)
