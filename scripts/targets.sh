@@ -53,7 +53,7 @@ sweep linear --kernel linear_chunked --ctx 8192 --heads 32 --head-dim 128 \
     --chunk 32,64,128,256 --threads 1,2 --reps 3
 sweep delta --kernel delta_chunked,delta_recurrent --ctx 4096 --heads 32 --head-dim 128 \
     --chunk 16,32,64 --threads 1,2 --reps 3
-sweep affine --kernel affine_scan --ctx 4194304 --d-inner 16 --chunk 1024,16384,65536 \
+sweep affine --kernel affine_scan --ctx 4194304 --d-inner 16 --chunk 4096,16384,65536 \
     --threads 1,2 --reps 9
 sweep steps --kernel mamba1_step --d-inner 8192 --d-state 16 --threads 1,2 --reps 9
 sweep steps --kernel ssd_step --d-inner 2048 --d-state 128 --threads 1,2 --reps 9

@@ -1,10 +1,72 @@
-/* Operator driver of the float32 affine scan: sequential, or three phases per tile of
- * parts * chunk rows inside one OpenMP region (scan.h). */
+/* Operator driver of the float32 affine scan: sequential, or the three phases run per
+ * chunk, pipelined across threads (scan.h). */
 #include "scan.h"
 #include "lm_ops.h"
 
 #include <omp.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
+
+/* Number of chunks whose end state is published; chunk i may start its carry when it
+ * reaches i. Waiting spins, then yields the core (the other thread may be descheduled). */
+static void wait_for(const atomic_size_t *published, size_t i)
+{
+    for (unsigned spins = 0; atomic_load_explicit(published, memory_order_acquire) < i;)
+        if (++spins > 4096)
+            sched_yield();
+}
+
+/* The parallel scan in one pass over chunks of `chunk` rows; chunk i is taken by thread
+ * i mod team and goes through the three phases of the scan on its own:
+ *   (1) its rows reduced to one affine map (prod, acc), read from memory;
+ *   (2) the carry: once chunk i - 1 has published the state after it, this chunk's end
+ *       state prod * start + acc is published (the only sequential part: `width` FMAs);
+ *   (3) its rows scanned from their true start, a and b re-read from cache.
+ * No barriers: a thread waits only for the chunk before its own, so while one thread
+ * scans its chunk the other reduces the next. ends {2, width} holds the state after
+ * chunk i in slot i % 2: chunk i + 1 reads it before publishing, and chunk i + 2 writes the
+ * slot only after that. work = ends, then {prod, acc, state} per thread. The state after
+ * the last chunk is the kernel's (the last row), as in the sequential scan. */
+static void scan_chunks(lm_scan_affine_f32_fn kernel, lm_scan_affine_reduce_f32_fn reduce,
+                        const float *a, const float *b, size_t steps, size_t width,
+                        const float *initial_state, float *states, float *final_state,
+                        size_t chunk, size_t threads, float *work)
+{
+    const size_t chunks = (steps + chunk - 1) / chunk;
+    float *ends = work;
+    atomic_size_t published;
+    atomic_init(&published, 0);
+#pragma omp parallel num_threads((int)threads)
+    {
+        const size_t team = (size_t)omp_get_num_threads();
+        const size_t me = (size_t)omp_get_thread_num();
+        float *prod = work + (2 + 3 * me) * width, *acc = prod + width, *state = acc + width;
+        for (size_t i = me; i < chunks; i += team) {
+            const size_t s = i * chunk, n = steps - s < chunk ? steps - s : chunk;
+            if (i == 0) { /* from the initial state: scanned at once, its end published */
+                if (initial_state != NULL)
+                    memcpy(state, initial_state, width * sizeof(float));
+                else
+                    memset(state, 0, width * sizeof(float));
+                kernel(a, b, n, width, state, states);
+                memcpy(ends, state, width * sizeof(float));
+            } else {
+                reduce(a + s * width, b + s * width, n, width, prod, acc);
+                wait_for(&published, i);
+                memcpy(state, ends + (i - 1) % 2 * width, width * sizeof(float));
+                float *end = ends + i % 2 * width;
+                for (size_t c = 0; c < width; c++)
+                    end[c] = prod[c] * state[c] + acc[c];
+            }
+            atomic_store_explicit(&published, i + 1, memory_order_release);
+            if (i > 0)
+                kernel(a + s * width, b + s * width, n, width, state, states + s * width);
+            if (i + 1 == chunks && final_state != NULL)
+                memcpy(final_state, state, width * sizeof(float));
+        }
+    }
+}
 
 lm_status lm_scan_affine_f32(lm_scan_affine_f32_fn kernel, lm_scan_affine_reduce_f32_fn reduce,
                              const float *a, const float *b, size_t steps, size_t width,
@@ -29,70 +91,30 @@ lm_status lm_scan_affine_f32(lm_scan_affine_f32_fn kernel, lm_scan_affine_reduce
     if (parts > chunks)
         parts = chunks;
 
-    /* start {parts + 1, width}: the state entering each part; prod, acc {parts, width}. */
-    float *work = lm_alloc((3 * parts + 1) * width * sizeof(float));
+    if (parts == 1) {
+        float *state = lm_alloc(width * sizeof(float));
+        if (state == NULL)
+            return lm_fail(err, LM_ERR_NOMEM, "no memory for the scan workspace");
+        if (initial_state != NULL)
+            memcpy(state, initial_state, width * sizeof(float));
+        else
+            memset(state, 0, width * sizeof(float));
+        kernel(a, b, steps, width, state, states);
+        if (final_state != NULL)
+            memcpy(final_state, state, width * sizeof(float));
+        lm_free(state);
+        return LM_OK;
+    }
+    size_t threads = (size_t)omp_get_max_threads();
+    if (threads > parts)
+        threads = parts;
+    /* ends {2, width}: the state after chunk i in slot i % 2; then {prod, acc, state} of
+     * every thread */
+    float *work = lm_alloc((2 + 3 * threads) * width * sizeof(float));
     if (work == NULL)
         return lm_fail(err, LM_ERR_NOMEM, "no memory for the scan workspace");
-    float *start = work, *prod = work + (parts + 1) * width, *acc = prod + parts * width;
-    if (initial_state != NULL)
-        memcpy(start, initial_state, width * sizeof(float));
-
-    if (parts == 1) {
-        kernel(a, b, steps, width, start, states);
-    } else {
-        const size_t tile = parts * chunk;
-        /* parts is the algorithm's split; the team is at most the OpenMP thread budget
-         * (each thread takes parts me, me + team, ...). */
-        size_t threads = (size_t)omp_get_max_threads();
-        if (threads > parts)
-            threads = parts;
-#pragma omp parallel num_threads((int)threads)
-        {
-            const size_t team = (size_t)omp_get_num_threads();
-            const size_t me = (size_t)omp_get_thread_num();
-            for (size_t t0 = 0; t0 < steps; t0 += tile) {
-                /* (1) each part's chunk as one affine map */
-                for (size_t i = me; i < parts; i += team) {
-                    const size_t s = t0 + i * chunk;
-                    if (s >= steps)
-                        continue;
-                    const size_t n = steps - s < chunk ? steps - s : chunk;
-                    reduce(a + s * width, b + s * width, n, width, prod + i * width,
-                           acc + i * width);
-                }
-#pragma omp barrier
-                /* (2) carry: start[i+1] = prod[i] * start[i] + acc[i] */
-#pragma omp single
-                for (size_t i = 0; i < parts && t0 + i * chunk < steps; i++)
-                    for (size_t c = 0; c < width; c++)
-                        start[(i + 1) * width + c] =
-                            prod[i * width + c] * start[i * width + c] + acc[i * width + c];
-                /* (implicit barrier of single) (3) each part scanned from its true start;
-                 * its rows are still in cache from phase 1. The kernel advances start[i]
-                 * in place to the part's end state, which equals start[i+1]. */
-                for (size_t i = me; i < parts; i += team) {
-                    const size_t s = t0 + i * chunk;
-                    if (s >= steps)
-                        continue;
-                    const size_t n = steps - s < chunk ? steps - s : chunk;
-                    kernel(a + s * width, b + s * width, n, width, start + i * width,
-                           states + s * width);
-                }
-#pragma omp barrier
-                /* The next tile starts from the last part's end state (the scanned one,
-                 * equal to the tile's last output row). */
-#pragma omp single
-                {
-                    size_t used = (steps - t0 + chunk - 1) / chunk;
-                    if (used > parts)
-                        used = parts;
-                    memmove(start, start + (used - 1) * width, width * sizeof(float));
-                }
-            }
-        }
-    }
-    if (final_state != NULL)
-        memcpy(final_state, start, width * sizeof(float));
+    scan_chunks(kernel, reduce, a, b, steps, width, initial_state, states, final_state, chunk,
+                threads, work);
     lm_free(work);
     return LM_OK;
 }

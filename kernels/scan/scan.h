@@ -126,15 +126,17 @@ void lm_scan_affine_reduce_f32_neon(const float *a, const float *b, size_t steps
 /* The operator, h_t = a_t * h_{t-1} + b_t over {steps, width} from initial_state {width}
  * (NULL = zero) into states {steps, width}; final_state {width} (NULL = not wanted).
  * chunk == 0 is rejected (LM_ERR_ARG "chunk must be positive"). With parts == 1 it is one
- * sequential kernel call. Otherwise time is cut into tiles of parts * chunk rows; inside
- * a tile, in one OpenMP region: (1) every part reduces its chunk to (prod, acc) in
- * parallel, (2) one thread carries the state across the parts (start[i+1] = prod[i] *
- * start[i] + acc[i]), (3) every part scans its chunk from its true start in parallel
- * (re-reading a and b while they are still in cache). parts is the algorithm's split (the
- * result depends on it only through rounding); the OpenMP team is min(parts, the thread
- * budget), each thread taking every team-th part. parts == 0 takes the OpenMP maximum
- * thread count. LM_ERR_SHAPE for a zero size or NULL array, LM_ERR_NOMEM for the
- * per-part workspace (allocated once per call). kernel/reduce NULL: the active ISA's. */
+ * sequential kernel call. Otherwise time is cut into chunks of `chunk` rows, chunk i taken by
+ * thread i mod team in one OpenMP region, each going through the three phases itself:
+ * (1) reduce its rows to one map (prod, acc), (2) wait for the state after chunk i - 1 and
+ * publish its own end state prod * start + acc (the carry, the only sequential part), (3)
+ * scan its rows from that true start (re-reading a and b while they are still in cache).
+ * Chunk 0 is scanned directly from the initial state. No barriers: while one thread scans,
+ * the other reduces its next chunk; chunks small enough for a and b to stay in L2 (about
+ * 256 KiB of a + b) read memory once. The result depends on chunk only through rounding.
+ * The team is min(parts, chunks, the OpenMP thread budget); parts == 0 takes the budget.
+ * LM_ERR_SHAPE for a zero size or NULL array, LM_ERR_NOMEM for the per-thread workspace
+ * (allocated once per call). kernel/reduce NULL: the active ISA's. */
 lm_status lm_scan_affine_f32(lm_scan_affine_f32_fn kernel, lm_scan_affine_reduce_f32_fn reduce,
                              const float *a, const float *b, size_t steps, size_t width,
                              const float *initial_state, float *states, float *final_state,
