@@ -137,6 +137,67 @@ KV_INLINE float kv_group_query(const float *q, const float *kp, size_t d, float 
     return amax / 127.0f;
 }
 
+/* max (is_max) or sum of two vectors, lane by lane */
+KV_INLINE __m512 kv_op(__m512 a, __m512 b, int is_max)
+{
+    return is_max ? _mm512_max_ps(a, b) : _mm512_add_ps(a, b);
+}
+
+/* The maxima (is_max) or sums of the lanes of v[0..3], in lanes 0, 4, 8, 12: one
+ * transpose-and-reduce tree for the four instead of four trees. */
+KV_INLINE __m512 kv_reduce4(const __m512 v[4], int is_max)
+{
+    const __m512 m01 = kv_op(_mm512_shuffle_f32x4(v[0], v[1], 0x44),
+                             _mm512_shuffle_f32x4(v[0], v[1], 0xEE), is_max);
+    const __m512 m23 = kv_op(_mm512_shuffle_f32x4(v[2], v[3], 0x44),
+                             _mm512_shuffle_f32x4(v[2], v[3], 0xEE), is_max);
+    __m512 m = kv_op(_mm512_shuffle_f32x4(m01, m23, 0x88), _mm512_shuffle_f32x4(m01, m23, 0xDD),
+                     is_max); /* quarter h: 4 partial results of v[h] */
+    m = kv_op(m, _mm512_permute_ps(m, 0x4E), is_max);
+    return kv_op(m, _mm512_permute_ps(m, 0xB1), is_max);
+}
+
+/* kv_group_query for the 4 heads q {4, d} of a pass at once (d = 128 and other multiples
+ * of 16): the key group's s^k and lo^k rows are loaded once for the four, and the eight
+ * lane reductions and two divisions run as vectors, so the heads' dependency chains
+ * overlap. The q8 codes are those of kv_group_query (max is exact in any order); q . lo^k
+ * is summed in another order (float32 rounding only).
+ * qb {4, padded}; sq, qlo {4}. */
+KV_INLINE void kv_group_query4(const float *q, const float *kp, size_t d, size_t padded,
+                               int8_t *qb, float *sq, float *qlo)
+{
+    __m512 mx[4], lo[4];
+    _Pragma("GCC unroll 4") for (int h = 0; h < 4; h++)
+        mx[h] = lo[h] = _mm512_setzero_ps();
+    _Pragma("GCC unroll 8") for (size_t c = 0; c < d; c += 16) {
+        const __m512 k = _mm512_loadu_ps(kp + c), kl = _mm512_loadu_ps(kp + d + c);
+        _Pragma("GCC unroll 4") for (int h = 0; h < 4; h++) {
+            const __m512 qv = _mm512_loadu_ps(q + (size_t)h * d + c);
+            mx[h] = _mm512_max_ps(mx[h], _mm512_abs_ps(_mm512_mul_ps(qv, k)));
+            lo[h] = _mm512_fmadd_ps(qv, kl, lo[h]);
+        }
+    }
+    const __m512 amax = kv_reduce4(mx, 1), lsum = kv_reduce4(lo, 0);
+    const __mmask16 pos = _mm512_cmp_ps_mask(amax, _mm512_setzero_ps(), _CMP_GT_OQ);
+    /* float32 quotients are correctly rounded: equal to float32(127 / (double)amax) */
+    const __m512 r = _mm512_maskz_div_ps(pos, _mm512_set1_ps(127.0f), amax);
+    const __m512 s = _mm512_div_ps(amax, _mm512_set1_ps(127.0f));
+    float rs[16], ss[16], ls[16];
+    _mm512_storeu_ps(rs, r);
+    _mm512_storeu_ps(ss, s);
+    _mm512_storeu_ps(ls, lsum);
+    _Pragma("GCC unroll 4") for (int h = 0; h < 4; h++) {
+        sq[h] = ss[4 * h];
+        qlo[h] = ls[4 * h];
+        const __m512 rh = _mm512_set1_ps(rs[4 * h]);
+        _Pragma("GCC unroll 8") for (size_t c = 0; c < d; c += 16) /* round half to even */
+            KQ_STORE_Q8(qb + (size_t)h * padded + c,
+                        _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(q + (size_t)h * d + c),
+                                                    _mm512_loadu_ps(kp + c)),
+                                      rh));
+    }
+}
+
 /* Values: acc[b, c] += s_w,b (sum_j w16_bj x_j[c] - fix_b) for dims [c0, c0 + 16 cv), from
  * the block's value groups at blk. w16 = 256 hi + lo (bytes, hl {2, gn, KB}), so
  *   ah[c] += sum_{4 tokens} hi_j x_j[c] = vpdpbusd(ah, broadcast hi dword, slice), al alike
@@ -250,7 +311,7 @@ KV_INLINE void kv_softmax(kv_state *st, int b, __m512 x[4], const float *vs, con
     }
     const float wmax = _mm512_reduce_max_ps(wmx);
     /* w16 = round_half_even(w * (65535 / wmax)) <= 65535 (1 + 2^-23): at most 65535 */
-        const __m512 r = _mm512_set1_ps(wmax > 0.0f ? 65535.0f / wmax : 0.0f);
+    const __m512 r = _mm512_set1_ps(wmax > 0.0f ? 65535.0f / wmax : 0.0f);
     __m512i sum = _mm512_setzero_si512();
     _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {
         const __m512i code = _mm512_cvtps_epi32(_mm512_mul_ps(w[i], r));
@@ -262,6 +323,88 @@ KV_INLINE void kv_softmax(kv_state *st, int b, __m512 x[4], const float *vs, con
     }
     sw[b] = wmax / 65535.0f;
     fix[b] = offset ? offset * _mm512_reduce_add_epi32(sum) : 0; /* <= 8 64 65535: exact */
+}
+
+/* Lane 4 h of v, for h < 4 (the results of kv_reduce4). */
+KV_INLINE void kv_lanes4(__m512 v, float out[4])
+{
+    float t[16];
+    _mm512_storeu_ps(t, v);
+    for (int h = 0; h < 4; h++)
+        out[h] = t[4 * h];
+}
+
+/* kv_softmax for the 4 heads of a pass at once, from their scaled scores xs {4, KB} (-inf
+ * past the block's tokens; overwritten with the weights): the same operations per head,
+ * with the three lane reductions per head (block maximum, weight maximum, INT4 code sum)
+ * and the weight scale's division run as one vector for the four heads. */
+KV_INLINE void kv_softmax4(kv_state *st, float *xs, const float *vs, const float *vlo,
+                           int per_channel, int offset, float *accs, size_t d, uint8_t *hl,
+                           float *sw, int32_t *fix)
+{
+    __m512 mx[4];
+    _Pragma("GCC unroll 4") for (int b = 0; b < 4; b++) {
+        const float *x = xs + (size_t)b * KB;
+        mx[b] = _mm512_max_ps(_mm512_max_ps(_mm512_loadu_ps(x), _mm512_loadu_ps(x + KT)),
+                              _mm512_max_ps(_mm512_loadu_ps(x + 2 * KT),
+                                            _mm512_loadu_ps(x + 3 * KT)));
+    }
+    float hm[4];
+    kv_lanes4(kv_reduce4(mx, 1), hm);
+    __m512 wmx[4];
+    _Pragma("GCC unroll 4") for (int b = 0; b < 4; b++) {
+        if (hm[b] > st->m[b]) { /* the maximum grew: rescale what was accumulated */
+            const __m512 va = _mm512_set1_ps(expf(st->m[b] - hm[b]));
+            for (size_t c = 0; c < d; c += 16)
+                _mm512_storeu_ps(accs + (size_t)b * d + c,
+                                 _mm512_mul_ps(va, _mm512_loadu_ps(accs + (size_t)b * d + c)));
+            st->l[b] = _mm512_mul_ps(va, st->l[b]);
+            st->lo[b] = _mm512_mul_ps(va, st->lo[b]);
+            st->m[b] = hm[b];
+        }
+        const __m512 vm = _mm512_set1_ps(st->m[b]);
+        float *x = xs + (size_t)b * KB;
+        wmx[b] = _mm512_setzero_ps();
+        _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {
+            const __m512 p = kv_exp_neg(_mm512_sub_ps(_mm512_loadu_ps(x + i * KT), vm));
+            st->l[b] = _mm512_add_ps(st->l[b], p);
+            if (per_channel)
+                st->lo[b] = _mm512_fmadd_ps(p, _mm512_loadu_ps(vlo + i * KT), st->lo[b]);
+            const __m512 w = _mm512_mul_ps(p, _mm512_loadu_ps(vs + i * KT));
+            _mm512_storeu_ps(x + i * KT, w);
+            wmx[b] = _mm512_max_ps(wmx[b], w);
+        }
+    }
+    const __m512 wmax = kv_reduce4(wmx, 1);
+    const __mmask16 pos = _mm512_cmp_ps_mask(wmax, _mm512_setzero_ps(), _CMP_GT_OQ);
+    /* w16 = round_half_even(w * (65535 / wmax)) <= 65535 (1 + 2^-23): at most 65535 */
+    float r[4];
+    kv_lanes4(_mm512_maskz_div_ps(pos, _mm512_set1_ps(65535.0f), wmax), r);
+    kv_lanes4(_mm512_div_ps(wmax, _mm512_set1_ps(65535.0f)), sw);
+    __m512 sums[4];
+    _Pragma("GCC unroll 4") for (int b = 0; b < 4; b++) {
+        const __m512 rb = _mm512_set1_ps(r[b]);
+        __m512i sum = _mm512_setzero_si512();
+        _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {
+            const __m512i code =
+                _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xs + (size_t)b * KB + i * KT), rb));
+            sum = _mm512_add_epi32(sum, code);
+            _mm_storeu_si128((__m128i *)(void *)(hl + (size_t)b * KB + (size_t)i * KT),
+                             _mm512_cvtepi32_epi8(_mm512_srli_epi32(code, 8)));
+            _mm_storeu_si128((__m128i *)(void *)(hl + (size_t)(4 + b) * KB + (size_t)i * KT),
+                             _mm512_cvtepi32_epi8(code));
+        }
+        sums[b] = _mm512_cvtepi32_ps(sum); /* lane sums <= 4 65535: exact */
+    }
+    if (offset) { /* sum w16 <= 64 65535 < 2^24: exact in float32 in any order */
+        float tot[4];
+        kv_lanes4(kv_reduce4(sums, 0), tot);
+        for (int b = 0; b < 4; b++)
+            fix[b] = offset * (int32_t)tot[b];
+    } else {
+        for (int b = 0; b < 4; b++)
+            fix[b] = 0;
+    }
 }
 
 /* Prefetch of block-level parameters (64 floats per row; KIVI: the key groups' s, lo). */
@@ -319,9 +462,12 @@ KV_INLINE void kv_pass(const lm_kvq_view *view, size_t d, size_t j0, size_t j1, 
         if (per_channel) { /* per key group: q * s^k quantized, scores s_q dot + q . lo */
             for (size_t h = 0; h * KG < cnt; h++) {
                 const float *kp = view->k_params + (b0 / KG + h) * 2 * d; /* {2, d} */
-                _Pragma("GCC unroll 4") for (int b = 0; b < gn; b++)
-                    sq[b] = kv_group_query(q + (size_t)b * d, kp, d, qf, qb + (size_t)b * padded,
-                                           &qlo[b]);
+                if (gn == QH)
+                    kv_group_query4(q, kp, d, padded, qb, sq, qlo);
+                else
+                    for (int b = 0; b < gn; b++)
+                        sq[b] = kv_group_query(q + (size_t)b * d, kp, d, qf,
+                                               qb + (size_t)b * padded, &qlo[b]);
                 kv_dots(ktile + h * KG * rows * 4, rows, bits, qb, padded, gn, 2, s, h * KG, pf);
                 _Pragma("GCC unroll 4") for (int b = 0; b < gn; b++) {
                     const __m512 vq = _mm512_set1_ps(sq[b]), vl = _mm512_set1_ps(qlo[b]);
@@ -351,9 +497,16 @@ KV_INLINE void kv_pass(const lm_kvq_view *view, size_t d, size_t j0, size_t j1, 
                                            cnt > lo ? (__mmask16)((1u << (cnt - lo)) - 1u) : 0, v);
                 x[i] = v;
             }
-            kv_softmax(&st, b, x, vs, vlo, per_channel, bits == 4 && !per_channel ? 8 : 0, accs,
-                       d, hl, gn, sw, fix);
+            if (gn == QH) /* all four heads together below */
+                _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+                    _mm512_storeu_ps(s + (size_t)b * KB + (size_t)i * KT, x[i]);
+            else
+                kv_softmax(&st, b, x, vs, vlo, per_channel, bits == 4 && !per_channel ? 8 : 0,
+                           accs, d, hl, gn, sw, fix);
         }
+        if (gn == QH)
+            kv_softmax4(&st, s, vs, vlo, per_channel, bits == 4 && !per_channel ? 8 : 0, accs, d,
+                        hl, sw, fix);
 
         const uint8_t *vblk = view->v_codes + b0 * rows * 4; /* same bytes per token as keys */
         size_t c0 = 0;
