@@ -554,11 +554,5 @@ KV_INLINE void kv_run(const lm_kvq_view *view, size_t j0, size_t j1, const float
 
 LM_KVQ_DECODE_DECLARE(avx512vnni)
 {
-    switch (view->format) {
-    case LM_KVQ_INT8: kv_run(view, j0, j1, q, group, scale, m, l, acc, workspace, 8, 0); break;
-    case LM_KVQ_INT4: kv_run(view, j0, j1, q, group, scale, m, l, acc, workspace, 4, 0); break;
-    case LM_KVQ_KIVI4: kv_run(view, j0, j1, q, group, scale, m, l, acc, workspace, 4, 1); break;
-    case LM_KVQ_KIVI2: kv_run(view, j0, j1, q, group, scale, m, l, acc, workspace, 2, 1); break;
-    default: break;
-    }
+    LM_KVQ_FOR_FORMAT(view->format, kv_run, view, j0, j1, q, group, scale, m, l, acc, workspace)
 }

@@ -135,6 +135,15 @@ size_t lm_kvq_decode_workspace_floats(size_t group, size_t head_dim);
     void lm_kvq_decode_##isa(const lm_kvq_view *view, size_t j0, size_t j1, const float *q,    \
                              size_t group, float scale, float *m, float *l, float *acc,        \
                              float *workspace)
+/* The switch of a decode kernel: body(args..., bits, per_channel) for the view's format. */
+#define LM_KVQ_FOR_FORMAT(format, body, ...)                                                   \
+    switch (format) {                                                                          \
+    case LM_KVQ_INT8: body(__VA_ARGS__, 8, 0); break;                                          \
+    case LM_KVQ_INT4: body(__VA_ARGS__, 4, 0); break;                                          \
+    case LM_KVQ_KIVI4: body(__VA_ARGS__, 4, 1); break;                                         \
+    case LM_KVQ_KIVI2: body(__VA_ARGS__, 2, 1); break;                                         \
+    default: break;                                                                            \
+    }
 LM_KVQ_DECODE_DECLARE(scalar);
 LM_KVQ_DECODE_DECLARE(avx2);
 /* avx512: the VNNI kernel when the CPU has AVX512-VNNI (runtime check), else avx512f32. */

@@ -325,12 +325,6 @@ KQ_INLINE void kq_body(const lm_kvq_view *view, size_t j0, size_t j1, const floa
 
 KQ_DEFINE(LM_ISA_SUFFIX)
 {
-    switch (view->format) {
-    case LM_KVQ_INT8: kq_body(view, j0, j1, q, group, scale, m, l, acc, workspace, 8, 0); break;
-    case LM_KVQ_INT4: kq_body(view, j0, j1, q, group, scale, m, l, acc, workspace, 4, 0); break;
-    case LM_KVQ_KIVI4: kq_body(view, j0, j1, q, group, scale, m, l, acc, workspace, 4, 1); break;
-    case LM_KVQ_KIVI2: kq_body(view, j0, j1, q, group, scale, m, l, acc, workspace, 2, 1); break;
-    default: break;
-    }
+    LM_KVQ_FOR_FORMAT(view->format, kq_body, view, j0, j1, q, group, scale, m, l, acc, workspace)
 }
 #endif /* !KQ_VNNI */

@@ -67,6 +67,30 @@ static lm_status check(const lm_ssm_ssd_f32 *p, lm_error *err)
     return LM_OK;
 }
 
+/* The transposed state {N, P} of item (batch row, head) from h0 {P, N}, or zero. */
+static void init_state(const lm_ssm_ssd_f32 *p, size_t item, float *s)
+{
+    const size_t P = p->head_dim, N = p->state;
+    if (p->h0 == NULL) {
+        memset(s, 0, N * P * sizeof(float));
+        return;
+    }
+    const float *h0 = p->h0 + item * P * N;
+    for (size_t i = 0; i < P; i++)
+        for (size_t n = 0; n < N; n++)
+            s[n * P + i] = h0[i * N + n];
+}
+
+/* h_final {P, N} of item from the transposed state s {N, P}. */
+static void store_state(const lm_ssm_ssd_f32 *p, size_t item, const float *s)
+{
+    const size_t P = p->head_dim, N = p->state;
+    float *hf = p->h_final + item * P * N;
+    for (size_t i = 0; i < P; i++)
+        for (size_t n = 0; n < N; n++)
+            hf[i * N + n] = s[n * P + i];
+}
+
 /* The ISA table whose chunked linear-attention kernel is `kernel` (NULL: the active one),
  * so that a caller naming a path's kernel gets that path's SSD kernel; NULL when `kernel`
  * is none of them. */
@@ -135,15 +159,7 @@ static lm_status ssd_chunked(const lm_ops *ops, const lm_ssm_ssd_f32 *p, size_t 
         float *bt = kw + kernel_work; /* {N, C}: B of a chunk, transposed */
 #pragma omp for schedule(static) nowait
         for (long long item = 0; item < (long long)items; item++) {
-            float *s = states + (size_t)item * state_floats; /* {N, P} */
-            if (p->h0 != NULL) {
-                const float *h0 = p->h0 + (size_t)item * P * N; /* {P, N} */
-                for (size_t i = 0; i < P; i++)
-                    for (size_t n = 0; n < N; n++)
-                        s[n * P + i] = h0[i * N + n];
-            } else {
-                memset(s, 0, N * P * sizeof(float));
-            }
+            init_state(p, (size_t)item, states + (size_t)item * state_floats);
         }
         for (size_t s0 = 0; s0 < L; s0 += span) {
             const size_t span_len = L - s0 < span ? L - s0 : span;
@@ -182,11 +198,7 @@ static lm_status ssd_chunked(const lm_ops *ops, const lm_ssm_ssd_f32 *p, size_t 
         if (p->h_final != NULL) {
 #pragma omp for schedule(static)
             for (long long item = 0; item < (long long)items; item++) {
-                const float *s = states + (size_t)item * state_floats;
-                float *hf = p->h_final + (size_t)item * P * N; /* {P, N} */
-                for (size_t i = 0; i < P; i++)
-                    for (size_t n = 0; n < N; n++)
-                        hf[i * N + n] = s[n * P + i];
+                store_state(p, (size_t)item, states + (size_t)item * state_floats);
             }
         }
     }
@@ -253,15 +265,7 @@ lm_status lm_ssm_ssd_scan_f32(lm_linear_head_f32_fn kernel, bool chunked,
         /* static schedules: a thread keeps the same items, their states in its cache */
 #pragma omp for schedule(static)
         for (long long item = 0; item < (long long)items; item++) {
-            float *s = states + (size_t)item * state_floats; /* {N, P} */
-            if (p->h0 != NULL) {
-                const float *h0 = p->h0 + (size_t)item * P * N; /* {P, N} */
-                for (size_t i = 0; i < P; i++)
-                    for (size_t n = 0; n < N; n++)
-                        s[n * P + i] = h0[i * N + n];
-            } else {
-                memset(s, 0, N * P * sizeof(float));
-            }
+            init_state(p, (size_t)item, states + (size_t)item * state_floats);
         }
         for (size_t t0 = 0; t0 < L; t0 += T) {
             const size_t len = L - t0 < T ? L - t0 : T;
@@ -315,11 +319,7 @@ lm_status lm_ssm_ssd_scan_f32(lm_linear_head_f32_fn kernel, bool chunked,
         if (p->h_final != NULL) {
 #pragma omp for schedule(static)
             for (long long item = 0; item < (long long)items; item++) {
-                const float *s = states + (size_t)item * state_floats;
-                float *hf = p->h_final + (size_t)item * P * N; /* {P, N} */
-                for (size_t i = 0; i < P; i++)
-                    for (size_t n = 0; n < N; n++)
-                        hf[i * N + n] = s[n * P + i];
+                store_state(p, (size_t)item, states + (size_t)item * state_floats);
             }
         }
     }
