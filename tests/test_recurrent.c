@@ -387,7 +387,7 @@ Test(recurrent, scan_affine_every_path_and_split_matches_oracle)
                 continue;
             const lm_ops *ops = lm_ops_for((lm_isa)isa);
             for (size_t k = 0; k < sizeof splits / sizeof splits[0]; k++) {
-                /* every tile costs OpenMP barriers: keep the suite fast on a busy box */
+                /* every chunk is a hand-off between threads: keep the suite fast on a busy box */
                 if (T / (splits[k][0] * splits[k][1]) > 12)
                     continue;
                 memset(h.f, 0, T * W * sizeof(float));

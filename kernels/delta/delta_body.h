@@ -165,17 +165,25 @@ tile(size_t mr, size_t nv, size_t kk, const float *A, size_t ars, size_t acs, co
                 acc[r][v] = V_FMA(a, bv[v], acc[r][v]);
         }
     }
+    /* the store: no multiply by a unit scale (the C-deep state update, where the store
+     * is a visible part of the tile's work, has none) */
+    if (scale != NULL) {
+#pragma GCC unroll 8
+        for (size_t r = 0; r < mr; r++) {
+            const LM_V s = V_SET1(scale[r]);
+#pragma GCC unroll 4
+            for (size_t v = 0; v < nv; v++)
+                acc[r][v] = V_MUL(acc[r][v], s);
+        }
+    }
+    const LM_V kv = V_SET1(keep);
 #pragma GCC unroll 8
     for (size_t r = 0; r < mr; r++) {
-        const LM_V s = V_SET1(scale != NULL ? scale[r] : 1.0f);
         float *c = C + r * ldc;
 #pragma GCC unroll 4
-        for (size_t v = 0; v < nv; v++) {
-            const LM_V x = V_MUL(acc[r][v], s);
-            V_STOREU(c + v * LM_W, keep != 0.0f
-                                       ? V_FMA(V_LOADU(c + v * LM_W), V_SET1(keep), x)
-                                       : x);
-        }
+        for (size_t v = 0; v < nv; v++)
+            V_STOREU(c + v * LM_W, keep != 0.0f ? V_FMA(V_LOADU(c + v * LM_W), kv, acc[r][v])
+                                                : acc[r][v]);
     }
 }
 
@@ -223,11 +231,40 @@ typedef struct operand {
     float keep;
 } operand;
 
+/* The next chunk's k, v and q rows, asked for a few cache lines at a time between the
+ * tiles of this chunk's products. One burst of a few hundred prefetches at the chunk start
+ * (384 lines at C = 16, d = 128) mostly did not land: it cost nothing in the profile, yet
+ * the key transpose and W = beta V still stalled on their first touch of the rows. */
+typedef struct prefetcher {
+    const char *base[3];
+    size_t bytes[3];
+    size_t seg, off;
+} prefetcher;
+
+static inline void pf_step(prefetcher *pf, size_t lines)
+{
+    if (pf == NULL)
+        return;
+    while (lines > 0 && pf->seg < 3) {
+        if (pf->off >= pf->bytes[pf->seg]) {
+            pf->seg++;
+            pf->off = 0;
+            continue;
+        }
+        __builtin_prefetch(pf->base[pf->seg] + pf->off);
+        pf->off += 64;
+        lines--;
+    }
+}
+
+/* Cache lines prefetched before each tile of a product. */
+#define PF_LINES 4
+
 /* The products of `count` operands with one B {kk, n} (row stride ldb): column panels of
  * bk.vecs vectors outside, then the row blocks of every operand (the B panel is read from
  * L1 by all of them), then a scalar column tail. */
 static void mm_sets(shape sh, block bk, size_t n, size_t kk, const float *B, size_t ldb,
-                    const operand *ops, size_t count)
+                    const operand *ops, size_t count, prefetcher *pf)
 {
     const size_t nvec = n / LM_W;
     for (size_t j0 = 0; j0 < nvec; j0 += bk.vecs) {
@@ -245,6 +282,7 @@ static void mm_sets(shape sh, block bk, size_t n, size_t kk, const float *B, siz
                         continue;
                     v = need - j0 < nv ? need - j0 : nv;
                 }
+                pf_step(pf, PF_LINES);
                 tiles[mr - 1][v - 1](k, x->A + r0 * x->ars, x->ars, x->acs, B + j0 * LM_W, ldb,
                                      x->C + r0 * x->ldc + j0 * LM_W, x->ldc,
                                      x->scale != NULL ? x->scale + r0 : NULL, x->keep);
@@ -270,10 +308,10 @@ static void mm_sets(shape sh, block bk, size_t n, size_t kk, const float *B, siz
 /* C {m, n} = keep C + diag(scale) A B: mm_sets with one operand. */
 static void mm(shape sh, block bk, size_t m, size_t n, size_t kk, const float *A, size_t ars,
                size_t acs, const float *B, size_t ldb, float *C, size_t ldc, const float *scale,
-               float keep)
+               float keep, prefetcher *pf)
 {
     const operand x = {m, A, ars, acs, C, ldc, scale, keep};
-    mm_sets(sh, bk, n, kk, B, ldb, &x, 1);
+    mm_sets(sh, bk, n, kk, B, ldb, &x, 1, pf);
 }
 
 /* Register blocks per product: rows x vecs accumulators plus vecs loads of B and one
@@ -433,22 +471,36 @@ static void unit_keys(const float *k, size_t n, size_t dk, size_t ldn, float *kh
     for (size_t c = 0; c < dk; c++) /* padded tokens: zero keys, finite everywhere */
         for (size_t t = n; t < ldn; t++)
             kt[c * ldn + t] = 0.0f;
+    /* max and sum of squares over the dk rows: four partial results each, so the
+     * loops run at throughput instead of one dependent max or FMA per row */
     for (size_t t0 = 0; t0 < ldn; t0 += LM_W) {
-        LM_V top = V_SET1(0.0f);
-        for (size_t c = 0; c < dk; c++)
-            top = V_MAX(top, V_ABS(V_LOADU(kt + c * ldn + t0)));
-        V_STOREU(r + t0, top);
+        LM_V top[4] = {V_SET1(0.0f), V_SET1(0.0f), V_SET1(0.0f), V_SET1(0.0f)};
+        size_t c = 0;
+        for (; c + 4 <= dk; c += 4)
+#pragma GCC unroll 4
+            for (size_t m = 0; m < 4; m++)
+                top[m] = V_MAX(top[m], V_ABS(V_LOADU(kt + (c + m) * ldn + t0)));
+        for (; c < dk; c++)
+            top[0] = V_MAX(top[0], V_ABS(V_LOADU(kt + c * ldn + t0)));
+        V_STOREU(r + t0, V_MAX(V_MAX(top[0], top[1]), V_MAX(top[2], top[3])));
     }
     for (size_t t = 0; t < ldn; t++) /* 1/top; padded tokens: 1 */
         r[t] = t < n && r[t] > 0.0f ? 1.0f / r[t] : 1.0f;
     for (size_t t0 = 0; t0 < ldn; t0 += LM_W) {
         const LM_V rv = V_LOADU(r + t0);
-        LM_V acc = V_SET1(0.0f);
-        for (size_t c = 0; c < dk; c++) {
+        LM_V acc[4] = {V_SET1(0.0f), V_SET1(0.0f), V_SET1(0.0f), V_SET1(0.0f)};
+        size_t c = 0;
+        for (; c + 4 <= dk; c += 4)
+#pragma GCC unroll 4
+            for (size_t m = 0; m < 4; m++) {
+                const LM_V x = V_MUL(V_LOADU(kt + (c + m) * ldn + t0), rv);
+                acc[m] = V_FMA(x, x, acc[m]);
+            }
+        for (; c < dk; c++) {
             const LM_V x = V_MUL(V_LOADU(kt + c * ldn + t0), rv);
-            acc = V_FMA(x, x, acc);
+            acc[0] = V_FMA(x, x, acc[0]);
         }
-        V_STOREU(ss + t0, acc);
+        V_STOREU(ss + t0, V_ADD(V_ADD(acc[0], acc[1]), V_ADD(acc[2], acc[3])));
     }
     for (size_t t = 0; t < ldn; t++) {
         r[t] = r[t] / sqrtf(ss[t]); /* s = (1/top) / ||k/top|| */
@@ -477,21 +529,17 @@ static void unit_keys(const float *k, size_t n, size_t dk, size_t ldn, float *kh
             V_STOREU(kt + c * ldn + t0, V_MUL(V_LOADU(kt + c * ldn + t0), V_LOADU(r + t0)));
 }
 
-/* Ask for the next chunk's q, k and v rows (rows row0.., `rows` of them) while this chunk
- * computes: they stream from memory once, and the first touch would otherwise stall the
- * key transpose and the right-hand sides. */
-static void prefetch_rows(const lm_delta_seq_f32 *p, size_t row0, size_t rows)
+/* The prefetcher for the next chunk's rows (row0.., `rows` of them). */
+static prefetcher next_rows(const lm_delta_seq_f32 *p, size_t row0, size_t rows)
 {
-    const char *k = (const char *)(p->k + row0 * p->d_key);
-    const char *q = (const char *)(p->q + row0 * p->d_key);
-    const char *v = (const char *)(p->v + row0 * p->d_value);
     const size_t bk = rows * p->d_key * sizeof(float), bv = rows * p->d_value * sizeof(float);
-    for (size_t b = 0; b < bk; b += 64) {
-        __builtin_prefetch(k + b);
-        __builtin_prefetch(q + b);
-    }
-    for (size_t b = 0; b < bv; b += 64)
-        __builtin_prefetch(v + b);
+    const prefetcher pf = {{(const char *)(p->k + row0 * p->d_key),
+                            (const char *)(p->v + row0 * p->d_value),
+                            (const char *)(p->q + row0 * p->d_key)},
+                           {bk, bv, bk},
+                           0,
+                           0};
+    return pf;
 }
 
 void CHUNKED_NAME(const lm_delta_seq_f32 *p, size_t h, size_t chunk, float *work)
@@ -520,7 +568,8 @@ void CHUNKED_NAME(const lm_delta_seq_f32 *p, size_t h, size_t chunk, float *work
         const float *v = p->v + row0 * dv;    /* {n, dv} */
         const float *beta = p->beta + row0;   /* {n} */
         float *y = p->y + row0 * dv;          /* {n, dv} */
-        prefetch_rows(p, row0 + n, t0 + n < L ? (L - t0 - n < C ? L - t0 - n : C) : 0);
+        const size_t next = t0 + n < L ? (L - t0 - n < C ? L - t0 - n : C) : 0;
+        prefetcher pf = next_rows(p, row0 + n, next);
         unit_keys(p->k + row0 * dk, n, dk, ldn, kh, kt, dl, gend);
         float acc = 0.0f;
         for (size_t t = 0; t < n; t++) {
@@ -542,22 +591,23 @@ void CHUNKED_NAME(const lm_delta_seq_f32 *p, size_t h, size_t chunk, float *work
         const size_t nw = (n + LM_W - 1) / LM_W * LM_W; /* kt's padded tokens are zero */
         const operand scores[2] = {{n, kh, dk, 1, kk, ldn, NULL, 0.0f},
                                    {n, q, dk, 1, qk, ldn, NULL, 0.0f}};
-        mm_sets(SHAPE_LOWER_C, bk_score, nw, dk, kt, ldn, scores, 2);
+        mm_sets(SHAPE_LOWER_C, bk_score, nw, dk, kt, ldn, scores, 2, &pf);
         decay_masks(n, ldn, lg, beta, kk, qk, dl, gend, gated);
         /* U = (I + kk)^{-1} W with W = beta (V - diag(gamma) K S_0) */
         unit_lower_inverse(n, ldn, kk, ti);
         /* W = beta V - diag(beta gamma) K S_0 and Y = diag(gamma) Q S_0 in one pass over S_0 */
         const operand states[2] = {{n, kh, dk, 1, w, dv, nbg, 1.0f},
                                    {n, q, dk, 1, y, dv, gam, 0.0f}};
-        mm_sets(SHAPE_FULL, bk_state, dv, dk, St, dv, states, 2);
-        mm(SHAPE_TRIL_A, bk_tril, n, dv, n, ti, ldn, 1, w, dv, u, dv, NULL, 0.0f);
+        mm_sets(SHAPE_FULL, bk_state, dv, dk, St, dv, states, 2, &pf);
+        mm(SHAPE_TRIL_A, bk_tril, n, dv, n, ti, ldn, 1, w, dv, u, dv, NULL, 0.0f, &pf);
         /* Y += qk U */
-        mm(SHAPE_TRIL_A, bk_tril, n, dv, n, qk, ldn, 1, u, dv, y, dv, NULL, 1.0f);
+        mm(SHAPE_TRIL_A, bk_tril, n, dv, n, qk, ldn, 1, u, dv, y, dv, NULL, 1.0f, &pf);
         /* S_C = gamma_{n-1} S_0 + (G_end K)^T U */
         if (gated)
             for (size_t t = 0; t < n; t++)
                 scale_row(kh + t * dk, gend[t], dk);
-        mm(SHAPE_FULL, bk_update, dk, dv, n, kh, 1, dk, u, dv, St, dv, NULL, gam[n - 1]);
+        mm(SHAPE_FULL, bk_update, dk, dv, n, kh, 1, dk, u, dv, St, dv, NULL, gam[n - 1], &pf);
+        pf_step(&pf, SIZE_MAX); /* whatever the tiles left */
     }
     store_state(p, h, St);
 }

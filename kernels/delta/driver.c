@@ -22,25 +22,16 @@ size_t lm_delta_work_floats(const lm_delta_seq_f32 *p, size_t chunk)
     return chunked > recurrent ? chunked : recurrent;
 }
 
-lm_status lm_delta_rule_f32(lm_delta_head_f32_fn kernel, bool chunked,
-                            const lm_delta_seq_f32 *p, size_t chunk, lm_error *err)
+/* The first row in [i0, i1) of the flattened {H, L} rows with beta outside [0, 1], gate
+ * outside (0, 1] or a zero or non-finite key; SIZE_MAX if none. */
+static size_t validate_rows(const lm_delta_seq_f32 *p, size_t i0, size_t i1)
 {
-    if (p == NULL)
-        return lm_fail(err, LM_ERR_ARG, "p must not be NULL");
-    const size_t H = p->heads, L = p->length, dk = p->d_key;
-    if (H == 0 || L == 0 || dk == 0 || p->d_value == 0)
-        return lm_fail(err, LM_ERR_SHAPE, "heads, length, d_key and d_value must be positive");
-    if (!p->q || !p->k || !p->v || !p->beta || !p->y)
-        return lm_fail(err, LM_ERR_SHAPE, "q, k, v, beta and y must be given");
-    if (chunked && chunk == 0)
-        return lm_fail(err, LM_ERR_ARG, "chunk must be positive");
-    for (size_t i = 0; i < H * L; i++) {
+    const size_t dk = p->d_key;
+    for (size_t i = i0; i < i1; i++) {
         if (!(p->beta[i] >= 0.0f && p->beta[i] <= 1.0f))
-            return lm_fail(err, LM_ERR_ARG, "beta must lie in [0, 1], beta[%zu] = %g", i,
-                           (double)p->beta[i]);
+            return i;
         if (p->gate != NULL && !(p->gate[i] > 0.0f && p->gate[i] <= 1.0f))
-            return lm_fail(err, LM_ERR_DOMAIN, "gate must lie in (0, 1], gate[%zu] = %g", i,
-                           (double)p->gate[i]);
+            return i;
         /* max |k| on the bit patterns: non-negative floats order as their bits, NaN and
          * infinity sit at 0x7f800000 and above; integer lanes vectorize on every path */
         const float *k = p->k + i * dk;
@@ -53,8 +44,40 @@ lm_status lm_delta_rule_f32(lm_delta_head_f32_fn kernel, bool chunked,
             top = bits > top ? bits : top;
         }
         if (top == 0 || top >= 0x7f800000u)
-            return lm_fail(err, LM_ERR_DOMAIN, "k must have non-zero (finite) norm: head %zu, "
-                           "token %zu", i / L, i % L);
+            return i;
+    }
+    return SIZE_MAX;
+}
+
+lm_status lm_delta_rule_f32(lm_delta_head_f32_fn kernel, bool chunked,
+                            const lm_delta_seq_f32 *p, size_t chunk, lm_error *err)
+{
+    if (p == NULL)
+        return lm_fail(err, LM_ERR_ARG, "p must not be NULL");
+    const size_t H = p->heads, L = p->length, dk = p->d_key;
+    if (H == 0 || L == 0 || dk == 0 || p->d_value == 0)
+        return lm_fail(err, LM_ERR_SHAPE, "heads, length, d_key and d_value must be positive");
+    if (!p->q || !p->k || !p->v || !p->beta || !p->y)
+        return lm_fail(err, LM_ERR_SHAPE, "q, k, v, beta and y must be given");
+    if (chunked && chunk == 0)
+        return lm_fail(err, LM_ERR_ARG, "chunk must be positive");
+    /* rows are checked in parallel over heads (the pass reads every key once, from
+     * memory); on a failure the serial scan below finds the first bad row in order, so
+     * the message is the same for any thread count */
+    int bad = 0;
+#pragma omp parallel for schedule(static) reduction(| : bad) if (H > 1)
+    for (long long h = 0; h < (long long)H; h++)
+        bad |= validate_rows(p, (size_t)h * L, (size_t)(h + 1) * L) != SIZE_MAX;
+    if (bad) {
+        const size_t i = validate_rows(p, 0, H * L);
+        if (!(p->beta[i] >= 0.0f && p->beta[i] <= 1.0f))
+            return lm_fail(err, LM_ERR_ARG, "beta must lie in [0, 1], beta[%zu] = %g", i,
+                           (double)p->beta[i]);
+        if (p->gate != NULL && !(p->gate[i] > 0.0f && p->gate[i] <= 1.0f))
+            return lm_fail(err, LM_ERR_DOMAIN, "gate must lie in (0, 1], gate[%zu] = %g", i,
+                           (double)p->gate[i]);
+        return lm_fail(err, LM_ERR_DOMAIN, "k must have non-zero (finite) norm: head %zu, "
+                       "token %zu", i / L, i % L);
     }
     if (kernel == NULL)
         kernel = chunked ? lm_ops_active()->delta_chunked_f32
