@@ -289,7 +289,7 @@ static void mm_sets(shape sh, block bk, size_t n, size_t kk, const float *B, siz
             }
         }
     }
-    for (size_t o = 0; o < count; o++) { /* the n % LM_W last columns */
+    for (size_t o = 0; o < count && nvec * LM_W < n; o++) { /* the n % LM_W last columns */
         const operand *x = &ops[o];
         for (size_t r = 0; r < x->m; r++) {
             const size_t k = sh == SHAPE_TRIL_A && r + 1 < kk ? r + 1 : kk;
@@ -334,36 +334,76 @@ static const block bk_update = BK_UPDATE; /* S += K^T U: kk = chunk */
 static const block bk_score = BK_SCORE;   /* K K^T, Q K^T: kk = d_key, lower output */
 static const block bk_tril = BK_TRIL;     /* triangular A: kk up to chunk */
 
-/* x[0:n] = exp(x[0:n]), n a multiple of LM_W */
-static void exp_row(float *x, size_t n)
+/* Decay rows are re-anchored every RA rows in chunks longer than RA (see decay_masks). */
+enum { RA = 16 };
+
+/* gam_t = g_0 g_1 ... g_t, the decay from the chunk start (1 without a gate), for t < n and
+ * 1 on to ldn. A running product, re-anchored as exp(log g_0 + ... + log g_t) every RA
+ * tokens, so the rounding of at most RA - 1 products accumulates; lg_t = log g_t is filled
+ * only for chunks longer than RA (decay_masks' anchors need it). g {n} or NULL. */
+static void chunk_decays(size_t n, size_t ldn, const float *g, float *lg, float *gam)
 {
-    for (size_t j = 0; j < n; j += LM_W)
-        V_STOREU(x + j, V_EXP(V_LOADU(x + j)));
+    for (size_t t = 0; t < ldn; t++)
+        gam[t] = 1.0f;
+    if (g == NULL)
+        return;
+    const bool logs = n > RA;
+    float cum = 0.0f, run = 1.0f;
+    for (size_t t = 0; t < n; t++) {
+        if (logs) {
+            lg[t] = logf(g[t]);
+            cum += lg[t];
+        }
+        run = t > 0 && t % RA == 0 ? expf(cum) : run * g[t];
+        gam[t] = run;
+    }
 }
 
-/* The chunk's decay and masks, row by row: dl[i] = log G_ti = lg_{i+1} + ... + lg_t is one
- * running row (dl += lg_t, then dl[t] = 0): pairwise sums of terms of one sign, so a long
- * chunk's G_ti stays accurate where exp(cl_t - cl_i) would cancel. kk[t, i] becomes
- * beta_t G_ti kk[t, i] for i < t, 0 from t on; qk[t, i] becomes G_ti qk[t, i] for i <= t,
- * 0 after; both zeroed up to the padded width ldn (a multiple of LM_W). gend = G_{n-1, i}.
- * Whole vectors throughout: entries of dl past t hold finite partial sums, masked after. */
-static void decay_masks(size_t n, size_t ldn, const float *lg, const float *beta, float *kk,
-                        float *qk, float *dl, float *gend, bool gated)
+/* The chunk's decay and masks, row by row. Row t of G (G_ti = g_{i+1} ... g_t, G_tt = 1) is
+ * row t - 1 times g_t, then lane t set to 1: one multiply per lane instead of an
+ * exponential. In chunks longer than RA, rows t = RA, 2 RA, ... are re-anchored as exp(dl)
+ * with dl_i = log G_ti = lg_{i+1} + ... + lg_t kept as one running row (dl += lg_t, then
+ * dl[t] = 0): pairwise sums of terms of one sign, so the anchors do not cancel where
+ * exp(cl_t - cl_i) would, and between anchors at most RA - 1 products round. Strong decays
+ * underflow to 0 as exp would. kk[t, i] becomes beta_t G_ti kk[t, i] for i < t, 0 from t on;
+ * qk[t, i] becomes G_ti qk[t, i] for i <= t, 0 after; both zeroed up to the padded width
+ * ldn (a multiple of LM_W). gend {ldn} carries the rows and ends as G_{n-1, i}. Whole
+ * vectors throughout: lanes past t hold finite products or partial sums, masked after.
+ * g {n} (NULL: no gate), lg {n} (chunks longer than RA), dl {ldn} scratch. */
+static void decay_masks(size_t n, size_t ldn, const float *g, const float *lg,
+                        const float *beta, float *kk, float *qk, float *dl, float *gend)
 {
-    memset(dl, 0, ldn * sizeof(float));
+    const bool gated = g != NULL, logs = gated && n > RA;
+    if (logs)
+        memset(dl, 0, ldn * sizeof(float));
+    for (size_t j = 0; j < ldn; j++)
+        gend[j] = 1.0f; /* row 0: G_00 = 1 */
     for (size_t t = 0; t < n; t++) {
         float *a = kk + t * ldn, *b = qk + t * ldn;
         const size_t w = (t + LM_W) / LM_W * LM_W; /* columns 0..t, whole vectors */
         const LM_V vb = V_SET1(beta[t]);
         if (gated) {
-            const LM_V l = V_SET1(lg[t]);
-            for (size_t j = 0; j < w; j += LM_W)
-                V_STOREU(dl + j, V_ADD(V_LOADU(dl + j), l)); /* dl += lg_t */
-            dl[t] = 0.0f;
+            if (logs) {
+                const LM_V l = V_SET1(lg[t]);
+                for (size_t j = 0; j < w; j += LM_W)
+                    V_STOREU(dl + j, V_ADD(V_LOADU(dl + j), l)); /* dl += lg_t */
+                dl[t] = 0.0f;
+            }
+            if (t > 0) {
+                if (logs && t % RA == 0) {
+                    for (size_t j = 0; j < w; j += LM_W) /* the anchor: G_t = exp(dl) */
+                        V_STOREU(gend + j, V_EXP(V_LOADU(dl + j)));
+                } else {
+                    const LM_V gt = V_SET1(g[t]);
+                    for (size_t j = 0; j < w; j += LM_W) /* G_t = g_t G_{t-1} */
+                        V_STOREU(gend + j, V_MUL(V_LOADU(gend + j), gt));
+                }
+                gend[t] = 1.0f;
+            }
             for (size_t j = 0; j < w; j += LM_W) {
-                const LM_V g = V_EXP(V_LOADU(dl + j));
-                V_STOREU(a + j, V_MUL(V_MUL(V_LOADU(a + j), g), vb)); /* beta G kk */
-                V_STOREU(b + j, V_MUL(V_LOADU(b + j), g));             /* G qk */
+                const LM_V G = V_LOADU(gend + j);
+                V_STOREU(a + j, V_MUL(V_MUL(V_LOADU(a + j), G), vb)); /* beta G kk */
+                V_STOREU(b + j, V_MUL(V_LOADU(b + j), G));             /* G qk */
             }
         } else {
             for (size_t j = 0; j < w; j += LM_W)
@@ -376,10 +416,6 @@ static void decay_masks(size_t n, size_t ldn, const float *lg, const float *beta
             memset(a + w, 0, (ldn - w) * sizeof(float));
             memset(b + w, 0, (ldn - w) * sizeof(float));
         }
-    }
-    if (gated) {
-        memcpy(gend, dl, ldn * sizeof(float));
-        exp_row(gend, ldn);
     }
 }
 
@@ -468,7 +504,7 @@ static void unit_keys(const float *k, size_t n, size_t dk, size_t ldn, float *kh
                       float *r, float *ss)
 {
     transpose(k, dk, n, dk, kt, ldn);
-    for (size_t c = 0; c < dk; c++) /* padded tokens: zero keys, finite everywhere */
+    for (size_t c = 0; c < dk && n < ldn; c++) /* padded tokens: zero keys, finite everywhere */
         for (size_t t = n; t < ldn; t++)
             kt[c * ldn + t] = 0.0f;
     /* max and sum of squares over the dk rows: four partial results each, so the
@@ -571,20 +607,15 @@ void CHUNKED_NAME(const lm_delta_seq_f32 *p, size_t h, size_t chunk, float *work
         const size_t next = t0 + n < L ? (L - t0 - n < C ? L - t0 - n : C) : 0;
         prefetcher pf = next_rows(p, row0 + n, next);
         unit_keys(p->k + row0 * dk, n, dk, ldn, kh, kt, dl, gend);
-        float acc = 0.0f;
-        for (size_t t = 0; t < n; t++) {
-            lg[t] = gated ? logf(p->gate[row0 + t]) : 0.0f;
-            gam[t] = acc += lg[t]; /* log gamma_t = log (g_0 ... g_t) */
-            const LM_V b = V_SET1(beta[t]); /* w_t = beta_t v_t */
+        chunk_decays(n, ldn, gated ? p->gate + row0 : NULL, lg, gam);
+        for (size_t t = 0; t < n; t++) { /* w_t = beta_t v_t */
+            const LM_V b = V_SET1(beta[t]);
             size_t j = 0;
             for (; j + LM_W <= dv; j += LM_W)
                 V_STOREU(w + t * dv + j, V_MUL(b, V_LOADU(v + t * dv + j)));
             for (; j < dv; j++)
                 w[t * dv + j] = beta[t] * v[t * dv + j];
         }
-        for (size_t t = n; t < ldn; t++)
-            gam[t] = 0.0f;
-        exp_row(gam, ldn); /* gamma_t (1 without a gate) */
         for (size_t t = 0; t < n; t++)
             nbg[t] = -beta[t] * gam[t];
         /* kk = K K^T, qk = Q K^T (lower parts), then the decays and masks */
@@ -592,7 +623,7 @@ void CHUNKED_NAME(const lm_delta_seq_f32 *p, size_t h, size_t chunk, float *work
         const operand scores[2] = {{n, kh, dk, 1, kk, ldn, NULL, 0.0f},
                                    {n, q, dk, 1, qk, ldn, NULL, 0.0f}};
         mm_sets(SHAPE_LOWER_C, bk_score, nw, dk, kt, ldn, scores, 2, &pf);
-        decay_masks(n, ldn, lg, beta, kk, qk, dl, gend, gated);
+        decay_masks(n, ldn, gated ? p->gate + row0 : NULL, lg, beta, kk, qk, dl, gend);
         /* U = (I + kk)^{-1} W with W = beta (V - diag(gamma) K S_0) */
         unit_lower_inverse(n, ldn, kk, ti);
         /* W = beta V - diag(beta gamma) K S_0 and Y = diag(gamma) Q S_0 in one pass over S_0 */

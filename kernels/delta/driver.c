@@ -32,18 +32,20 @@ static size_t validate_rows(const lm_delta_seq_f32 *p, size_t i0, size_t i1)
             return i;
         if (p->gate != NULL && !(p->gate[i] > 0.0f && p->gate[i] <= 1.0f))
             return i;
-        /* max |k| on the bit patterns: non-negative floats order as their bits, NaN and
-         * infinity sit at 0x7f800000 and above; integer lanes vectorize on every path */
+        /* on the bit patterns of |k| (sign cleared, so signed and unsigned order agree):
+         * a zero key has every pattern 0, NaN and infinity sit above 0x7f7fffff (FLT_MAX);
+         * OR and signed compares vectorize with the baseline instruction set */
         const float *k = p->k + i * dk;
-        uint32_t top = 0;
-#pragma omp simd reduction(max : top)
+        uint32_t any = 0, big = 0;
+#pragma omp simd reduction(| : any, big)
         for (size_t c = 0; c < dk; c++) {
             uint32_t bits;
             memcpy(&bits, k + c, sizeof bits);
             bits &= 0x7fffffffu; /* |k[c]| */
-            top = bits > top ? bits : top;
+            any |= bits;
+            big |= (uint32_t)((int32_t)bits > 0x7f7fffff);
         }
-        if (top == 0 || top >= 0x7f800000u)
+        if (any == 0 || big != 0)
             return i;
     }
     return SIZE_MAX;
