@@ -32,15 +32,9 @@ static double run_peak(lm_peak_fn fn, int threads, uint64_t iterations, double *
     return elapsed;
 }
 
-lm_status lm_roofline_peak(lm_isa isa, int threads, int reps, double seconds, double *gflops,
-                           lm_error *err)
+/* The best rate of `fn` (operations per second, in units of 10^9) on `threads` threads. */
+static void peak_rate(lm_peak_fn fn, int threads, int reps, double seconds, double *rate)
 {
-    if (threads < 1 || reps < 1)
-        return lm_fail(err, LM_ERR_ARG, "threads and reps must be >= 1");
-    lm_peak_fn fn = lm_peak_for(isa);
-    if (fn == NULL || !lm_isa_available(isa))
-        return lm_fail(err, LM_ERR_UNSUPPORTED, "ISA path %s is not available here",
-                       lm_isa_name(isa));
     double flops;
     uint64_t iterations = 1000;
     /* Calibrate on one thread (a descheduled team member on a busy machine would stop the
@@ -58,7 +52,32 @@ lm_status lm_roofline_peak(lm_isa isa, int threads, int reps, double seconds, do
         if (t > 0.0 && flops / t > best)
             best = flops / t;
     }
-    *gflops = best * 1e-9;
+    *rate = best * 1e-9;
+}
+
+lm_status lm_roofline_peak(lm_isa isa, int threads, int reps, double seconds, double *gflops,
+                           lm_error *err)
+{
+    if (threads < 1 || reps < 1)
+        return lm_fail(err, LM_ERR_ARG, "threads and reps must be >= 1");
+    lm_peak_fn fn = lm_peak_for(isa);
+    if (fn == NULL || !lm_isa_available(isa))
+        return lm_fail(err, LM_ERR_UNSUPPORTED, "ISA path %s is not available here",
+                       lm_isa_name(isa));
+    peak_rate(fn, threads, reps, seconds, gflops);
+    return LM_OK;
+}
+
+lm_status lm_roofline_peak_dot_i8(int threads, int reps, double seconds, double *gops,
+                                  lm_error *err)
+{
+    if (threads < 1 || reps < 1)
+        return lm_fail(err, LM_ERR_ARG, "threads and reps must be >= 1");
+    lm_peak_fn fn = lm_peak_dot_i8();
+    if (fn == NULL)
+        return lm_fail(err, LM_ERR_UNSUPPORTED, "no int8 dot-product instructions (AVX512-VNNI) "
+                       "here");
+    peak_rate(fn, threads, reps, seconds, gops);
     return LM_OK;
 }
 
@@ -152,7 +171,10 @@ static void roofline_usage(FILE *out)
             "Peak float32 FMA rate per ISA path (independent FMA chains in registers) and\n"
             "STREAM-triad bandwidth (three float64 arrays of --size bytes each, default 4 x\n"
             "the last-level cache; best of --reps repetitions, the first excluded; validated),\n"
-            "for each thread count. Rows go to the results CSV (kernel peak_fma / stream_triad).\n"
+            "for each thread count; with the avx512 path on a CPU with AVX512-VNNI also the\n"
+            "int8 dot-product rate (VPDPBUSD chains, GOP/s: 2 per u8 x s8 multiply-add), the\n"
+            "compute roof of the quantized KV decode. Rows go to the results CSV (kernel\n"
+            "peak_fma / peak_dot_i8 / stream_triad).\n"
             "  --threads LIST  e.g. 1,2 or 1..8 (default: 1..cores)\n"
             "  --isa LIST      scalar,avx2,avx512,neon, all, active (default: all)\n"
             "  --size BYTES    per array; k/M suffixes (e.g. 256M)\n"
@@ -163,6 +185,35 @@ static int usage_error(const char *message)
 {
     fprintf(stderr, "longmix roofline: %s\n", message);
     return LM_EXIT_USAGE;
+}
+
+/* The int8 dot-product row of one thread count (printed as a table row too); 0, or 1 when
+ * the measurement failed (reported). */
+static int append_dot_i8(lm_csv *csv, const lm_machine_meta *meta, int threads, int reps,
+                         double gbps)
+{
+    lm_error err;
+    double gops = 0.0;
+    lm_result_row p = {.kernel = "peak_dot_i8", .isa = lm_isa_name(LM_ISA_AVX512),
+                       .dtype = "int8", .threads = threads, .reps = reps, .bits = 8,
+                       .batch = 1, .err_max = -1.0};
+    lm_status s = lm_roofline_peak_dot_i8(threads, reps, 0.02, &gops, &err);
+    p.gflops = gops;
+    p.status = s == LM_OK ? "ok" : "failed";
+    p.note = s == LM_OK ? "register-only VPDPBUSD chains (AVX512-VNNI), 2 ops per byte "
+                          "product, best of reps"
+                        : err.message;
+    p.flops = gops * 1e9 * 0.02;
+    p.time.median = p.time.min = p.time.p25 = p.time.p75 = 0.02;
+    p.roofline_frac = 1.0;
+    lm_result_append(csv, meta, &p, NULL);
+    if (s != LM_OK) {
+        fprintf(stderr, "longmix roofline: %s\n", err.message);
+        return 1;
+    }
+    printf("| %d | %s int8 dot (VNNI), GOP/s | %.1f | %.2f | %.2f |\n", threads,
+           lm_isa_name(LM_ISA_AVX512), gops, gbps, gbps > 0 ? gops / gbps : 0.0);
+    return 0;
 }
 
 int lm_cmd_roofline(int argc, char **argv)
@@ -213,6 +264,10 @@ int lm_cmd_roofline(int argc, char **argv)
     size_t isa_count;
     if (lm_parse_isa_list("--isa", isa_text, isas, &isa_count, &err) != LM_OK)
         return usage_error(err.message);
+    bool dot_i8 = false; /* the int8 row goes with the avx512 path */
+    for (size_t k = 0; k < isa_count; k++)
+        dot_i8 |= isas[k] == LM_ISA_AVX512 && lm_isa_available(LM_ISA_AVX512);
+    dot_i8 = dot_i8 && lm_peak_dot_i8() != NULL;
     size_t array_bytes = lm_roofline_default_array_bytes();
     if (size_text != NULL) {
         long v[LM_LIST_MAX];
@@ -271,6 +326,8 @@ int lm_cmd_roofline(int argc, char **argv)
             printf("| %ld | %s | %.1f | %.2f | %.2f |\n", threads[t], lm_isa_name(isas[k]),
                    gflops, gbps, gbps > 0 ? gflops / gbps : 0.0);
         }
+        if (dot_i8 && append_dot_i8(&csv, &meta, (int)threads[t], reps, gbps) != 0)
+            failed = 1;
         if (lm_csv_write_atomic(&csv, out_path, &err) != LM_OK) {
             fprintf(stderr, "longmix roofline: %s\n", err.message);
             lm_csv_free(&csv);

@@ -12,6 +12,12 @@
 lm_status lm_roofline_peak(lm_isa isa, int threads, int reps, double seconds, double *gflops,
                            lm_error *err);
 
+/* Peak int8 dot-product rate in GOP/s (2 operations per u8 x s8 multiply-add) on
+ * `threads` threads: register-only VPDPBUSD chains, timed as lm_roofline_peak.
+ * LM_ERR_UNSUPPORTED when the CPU or build has no AVX512-VNNI, LM_ERR_ARG as above. */
+lm_status lm_roofline_peak_dot_i8(int threads, int reps, double seconds, double *gops,
+                                  lm_error *err);
+
 /* STREAM triad a[i] = b[i] + s * c[i] over three float64 arrays of `array_bytes` each on
  * `threads` threads (first-touch initialised by the same threads): `reps` + 1
  * repetitions, the first excluded, best rate returned in GB/s (10^9 bytes, STREAM's

@@ -79,6 +79,37 @@ def ms(r):
     return f"{f(r, 'median_s') * 1e3:.3g} ms"
 
 
+def triad(r):
+    """The STREAM triad (GB/s) of the sweep that measured memory-bound row r: its
+    roofline_frac is gbps over that triad."""
+    frac = f(r, "roofline_frac")
+    return f(r, "gbps") / frac if frac > 0 else None
+
+
+def scaling_text(r1, r2):
+    """1 -> 2 thread speed-up of two memory-bound rows, beside the machine's own: the
+    triad scaling of the same sweep, which bounds it."""
+    s = f(r1, "median_s") / f(r2, "median_s")
+    t1, t2 = triad(r1), triad(r2)
+    if t1 is None or t2 is None:
+        return s, f"{s:.2f}x"
+    return s, f"{s:.2f}x (the sweep's triad: {t1:.1f} -> {t2:.1f} GB/s = {t2 / t1:.2f}x)"
+
+
+def vnni_floor_text(rows, r):
+    """The quantized decode's VPDPBUSD count against the roofline's int8 dot rate at the row's
+    thread count: d / 64 instructions per token and query head for the scores, 2 d / 64 for
+    the values (16-bit weights as two bytes); '' without a peak_dot_i8 row."""
+    peak = one(rows, kernel="peak_dot_i8", threads=int(r["threads"]))
+    if peak is None or "head_dim" not in r or f(peak, "gflops") <= 0:
+        return ""
+    instr = f(r, "n_ctx") * f(r, "heads") * 3 * f(r, "head_dim") / 64
+    rate = f(peak, "gflops") / 128  # G instructions/s: 64 byte products of 2 operations
+    floor = instr / (rate * 1e9)
+    return (f"; VPDPBUSD floor {floor * 1e3:.2g} ms ({instr / 1e6:.1f} M at the roofline's "
+            f"{rate:.1f} G/s: the kernel runs at {100 * floor / f(r, 'median_s'):.0f} % of it)")
+
+
 def attention(rows, t):
     t.lines += ["", "## Attention family (GQA 32/8, head_dim 128)", "",
                 "| target | measured (median) | verdict |", "|---|---|---|"]
@@ -93,8 +124,8 @@ def attention(rows, t):
                       f(r, "roofline_frac") >= 0.75)
             r1 = one(rows, "decode", kernel="attn_decode", dtype=dtype, n_ctx=n, threads=1)
             if r is not None and r1 is not None:
-                s = f(r1, "median_s") / f(r, "median_s")
-                t.add(f"decode {dtype}, n = {n}: 1 -> 2 threads >= 1.7x", f"{s:.2f}x", s >= 1.7)
+                s, text = scaling_text(r1, r)
+                t.add(f"decode {dtype}, n = {n}: 1 -> 2 threads >= 1.7x", text, s >= 1.7)
     f16 = one(rows, "decode_q", kernel="attn_decode", dtype="f16", n_ctx=131072, threads=2,
               heads=32)
     for dtype, want in (("int8", 1.6), ("int4", 2.5), ("kivi4", None), ("kivi2", 4.0)):
@@ -105,7 +136,8 @@ def attention(rows, t):
             t.add(name, "-", None)
             continue
         s = f(f16, "median_s") / f(r, "median_s")
-        text = f"{ms(r)} vs f16 {ms(f16)} = {s:.2f}x, error {float(r['err_max']):.3g}"
+        text = (f"{ms(r)} vs f16 {ms(f16)} = {s:.2f}x, error {float(r['err_max']):.3g}"
+                + vnni_floor_text(rows, r))
         if want is None:
             t.info(name, text)
         else:

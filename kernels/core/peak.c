@@ -53,3 +53,12 @@ lm_peak_fn lm_peak_for(lm_isa isa)
     default: return NULL;
     }
 }
+
+lm_peak_fn lm_peak_dot_i8(void)
+{
+#if defined(__x86_64__)
+    if (lm_isa_available(LM_ISA_AVX512) && lm_cpu()->avx512_vnni)
+        return lm_peak_dot_i8_avx512vnni;
+#endif
+    return NULL;
+}

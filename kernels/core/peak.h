@@ -17,8 +17,16 @@ uint64_t lm_peak_fma_f32_avx2(uint64_t iterations, float *sink);
 uint64_t lm_peak_fma_f32_avx512(uint64_t iterations, float *sink);
 uint64_t lm_peak_fma_f32_neon(uint64_t iterations, float *sink);
 
+/* Peak int8 dot-product loop (AVX512-VNNI VPDPBUSD chains); returns operations, 2 per
+ * u8 x s8 multiply-add, so a rate of it compares with GFLOP/s. */
+uint64_t lm_peak_dot_i8_avx512vnni(uint64_t iterations, float *sink);
+
 /* The loop of one path, or NULL when this build does not hold it. */
 typedef uint64_t (*lm_peak_fn)(uint64_t iterations, float *sink);
 lm_peak_fn lm_peak_for(lm_isa isa);
+
+/* The int8 dot-product loop, or NULL when this build or CPU has none (x86: AVX512-VNNI,
+ * checked at run time). */
+lm_peak_fn lm_peak_dot_i8(void);
 
 #endif

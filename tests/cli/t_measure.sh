@@ -87,6 +87,19 @@ test_roofline_tiny_writes_rows() {
   head -1 "$WORK/r.csv" | grep -q "^$design_header,"
   grep -q ",stream_triad," "$WORK/r.csv"
   grep -q ",peak_fma," "$WORK/r.csv"
+  [ "$(grep -c ",peak_dot_i8," "$WORK/r.csv")" -eq 0 ] # the int8 row goes with avx512 only
+}
+test_roofline_int8_dot_row_where_the_cpu_has_vnni() {
+  grep -qw avx512f /proc/cpuinfo || return 0 # no avx512 path on this host
+  expect_exit 0 "$LONGMIX" roofline --threads 1 --isa avx512 --size 1M --reps 2 --out "$WORK/r.csv"
+  if grep -qw avx512_vnni /proc/cpuinfo; then
+    grep -q ",avx512,1,peak_dot_i8,int8,8," "$WORK/r.csv"
+    expect_text out "int8 dot (VNNI)"
+    # 2 operations per byte product: a positive rate with an ok status
+    awk -F, '$8 == "peak_dot_i8" { ok = ($24 + 0 > 0 && $28 == "ok") } END { exit !ok }' "$WORK/r.csv"
+  else
+    [ "$(grep -c ",peak_dot_i8," "$WORK/r.csv")" -eq 0 ]
+  fi
 }
 test_sigint_leaves_a_valid_file_with_the_rows_done() {
   # 13 configurations of >= 200 repetitions of >= 1 ms each: seconds of work, interrupted
@@ -165,7 +178,7 @@ test_report_builds_from_tiny_results() {
 }
 test_progress_line_only_when_asked_or_a_terminal() {
   expect_exit 0 tiny_sweep "$WORK/s.csv"            # stderr is a file here: no progress line
-  ! grep -q "\[1/2\]" "$WORK/err"
+  [ "$(grep -c "\[1/2\]" "$WORK/err")" -eq 0 ] # no progress lines when stderr is a file
   LONGMIX_PROGRESS=1 tiny_sweep "$WORK/t.csv" 2> "$WORK/err2"
   grep -q "\[1/2\] gemv_rowdot scalar t1 f32 n=32  elapsed" "$WORK/err2"
 }

@@ -19,10 +19,20 @@ test_targets_verdicts_follow_the_rows() {
   targets_rows
   expect_exit 0 "$PYTHON" scripts/targets.py "$WORK/t"
   expect_text out "| decode f32, n = 32768, 2 threads: >= 75 % of triad | 10 ms, 40.0 GB/s = 80 % | met |"
-  expect_text out "| decode f32, n = 32768: 1 -> 2 threads >= 1.7x | 1.80x | met |"
+  # the speed-up beside the same sweep's triad scaling (gbps / roofline_frac): 31.4 -> 50
+  expect_text out "| decode f32, n = 32768: 1 -> 2 threads >= 1.7x | 1.80x (the sweep's triad: 31.4 -> 50.0 GB/s = 1.59x) | met |"
   expect_text out "| decode f16, n = 131072, 2 threads: >= 75 % of triad | 20 ms, 30.0 GB/s = 50 % | **missed** |"
   expect_text out "20 ms = 1.67x, error 0.01 | met |"   # int8: 20 / 12 >= 1.6
   expect_text out "20 ms = 2.00x, error 0.1 | **missed** |" # int4: 2.0 < 2.5
+}
+test_targets_quantized_decode_against_the_int8_dot_roof() {
+  targets_rows
+  # 131072 tokens x 32 heads x 3 x 128 / 64 = 25.2 M VPDPBUSD; 1280 GOP/s / 128 = 10 G/s
+  # -> 2.5 ms, 21 % of the int8 row's 12 ms
+  echo 'cpu,2,abc,peak_dot_i8,int8,0,0,0,2,0,0,0.02,1280,0,1,-1,0,ok' >> "$WORK/t/rows.csv"
+  sed -i '1s/$/,head_dim/; 2,$s/$/,128/' "$WORK/t/rows.csv"
+  expect_exit 0 "$PYTHON" scripts/targets.py "$WORK/t"
+  expect_text out "20 ms = 1.67x, error 0.01; VPDPBUSD floor 2.5 ms (25.2 M at the roofline's 10.0 G/s: the kernel runs at 21 % of it) | met |"
   expect_text out "= 4.20x | met |"                      # delta: 0.21 / 0.05
   expect_text out "| Mamba-1 scan exact ZOH, 1 thread: <= 2.0 ns per element | 1.00 ns | met |"
   expect_text out "| Mamba-1 scan 1 -> 2 threads >= 1.8x | 1.68x | **missed** |"
