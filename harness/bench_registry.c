@@ -80,13 +80,39 @@ void lm_bench_default_config(const lm_bench_case *bench, lm_bench_config *config
 #define MIN_REP_SECONDS 1e-3
 #define MAX_INNER 100000
 
-lm_status lm_bench_measure(const lm_bench_case *bench, const lm_bench_config *config, int reps,
-                           volatile const int *cancel, lm_bench_result *result, lm_error *err)
+/* One member of a measured set: its state between setup and teardown. */
+typedef struct member {
+    void *state;
+    double *samples;
+    long inner;
+    int done;
+    lm_status status;
+    lm_error run_err;
+} member;
+
+/* Forces the member's ISA and team size (untimed); the status. */
+static lm_status prepare_member(const lm_bench_config *config, member *m)
+{
+    lm_status s = lm_isa_force(config->isa, &m->run_err);
+    omp_set_num_threads(config->threads);
+    return s;
+}
+
+/* Runs the member `inner` times; the status. */
+static lm_status run_member(const lm_bench_case *bench, member *m, long inner)
+{
+    lm_status s = LM_OK;
+    for (long i = 0; i < inner && s == LM_OK; i++)
+        s = bench->run(m->state, &m->run_err);
+    return s;
+}
+
+/* Setup and warm-up of member i (the warm-up also sizes its inner loop). */
+static lm_status start_member(const lm_bench_case *bench, const lm_bench_config *config,
+                              int reps, member *m, lm_bench_result *result, lm_error *err)
 {
     memset(result, 0, sizeof *result);
     result->err_max = -1.0;
-    if (reps < 1)
-        return lm_fail(err, LM_ERR_ARG, "reps must be >= 1, got %d", reps);
     if (config->threads < 1)
         return lm_fail(err, LM_ERR_ARG, "threads must be >= 1, got %d", config->threads);
     lm_status s = lm_isa_force(config->isa, err);
@@ -94,45 +120,97 @@ lm_status lm_bench_measure(const lm_bench_case *bench, const lm_bench_config *co
         return s;
     omp_set_num_threads(config->threads);
     bench->cost(config, &result->flops, &result->bytes);
-    void *state = NULL;
-    s = bench->setup(config, &state, err);
+    s = bench->setup(config, &m->state, err);
     if (s != LM_OK)
         return s;
-    double *samples = malloc((size_t)reps * sizeof *samples);
-    if (samples == NULL) {
-        bench->teardown(state);
+    m->samples = malloc((size_t)reps * sizeof *m->samples);
+    if (m->samples == NULL) {
+        bench->teardown(m->state);
+        m->state = NULL;
         return lm_fail(err, LM_ERR_NOMEM, "out of memory for %d samples", reps);
     }
-    lm_error run_err;
-    lm_error_clear(&run_err);
+    lm_error_clear(&m->run_err);
     /* Warm-up (excluded): touches the inputs, faults pages in, sizes the inner loop. */
     double start = lm_now();
-    s = bench->run(state, &run_err);
+    m->status = run_member(bench, m, 1);
     double once = lm_now() - start;
-    long inner = 1;
-    if (s == LM_OK && once < MIN_REP_SECONDS)
-        inner = once > 0.0 ? (long)fmin((double)MAX_INNER, ceil(MIN_REP_SECONDS / once)) : MAX_INNER;
-    int done = 0;
-    for (; s == LM_OK && done < reps; done++) {
-        if (cancel != NULL && *cancel) {
-            s = lm_fail(&run_err, LM_ERR_ARG, "interrupted");
-            break;
-        }
-        start = lm_now();
-        for (long i = 0; i < inner && s == LM_OK; i++)
-            s = bench->run(state, &run_err);
-        samples[done] = (lm_now() - start) / (double)inner;
-    }
-    result->reps = done;
-    result->inner = inner;
-    result->time = lm_summarize(samples, (size_t)done);
-    free(samples);
-    if (s == LM_OK)
-        s = bench->check(state, &result->checksum, &result->err_max, &run_err);
-    bench->teardown(state);
-    result->status = s;
-    snprintf(result->message, sizeof result->message, "%s", s == LM_OK ? "" : run_err.message);
+    m->inner = 1;
+    if (m->status == LM_OK && once < MIN_REP_SECONDS)
+        m->inner = once > 0.0 ? (long)fmin((double)MAX_INNER, ceil(MIN_REP_SECONDS / once))
+                              : MAX_INNER;
     return LM_OK;
+}
+
+/* Summary, check and teardown of a started member. */
+static void finish_member(const lm_bench_case *bench, member *m, lm_bench_result *result)
+{
+    lm_status s = m->status;
+    result->reps = m->done;
+    result->inner = m->inner;
+    result->time = lm_summarize(m->samples, (size_t)m->done);
+    free(m->samples);
+    if (s == LM_OK)
+        s = bench->check(m->state, &result->checksum, &result->err_max, &m->run_err);
+    bench->teardown(m->state);
+    result->status = s;
+    snprintf(result->message, sizeof result->message, "%s", s == LM_OK ? "" : m->run_err.message);
+}
+
+lm_status lm_bench_measure_set(const lm_bench_case *bench, const lm_bench_config *configs,
+                               size_t count, int reps, volatile const int *cancel,
+                               lm_bench_result *results, size_t *failed, lm_error *err)
+{
+    if (reps < 1)
+        return lm_fail(err, LM_ERR_ARG, "reps must be >= 1, got %d", reps);
+    member *m = calloc(count ? count : 1, sizeof *m);
+    if (m == NULL)
+        return lm_fail(err, LM_ERR_NOMEM, "out of memory for %zu measurements", count);
+    size_t started = 0;
+    lm_status s = LM_OK;
+    for (; started < count; started++) {
+        s = start_member(bench, &configs[started], reps, &m[started], &results[started], err);
+        if (s != LM_OK)
+            break;
+    }
+    if (s != LM_OK) { /* a setup failed: the ones started are torn down unmeasured */
+        for (size_t i = 0; i < started; i++)
+            bench->teardown(m[i].state), free(m[i].samples);
+        if (failed != NULL)
+            *failed = started;
+        free(m);
+        return s;
+    }
+    /* repetition r of every member in turn: drift of the machine reaches all alike */
+    for (int r = 0; r < reps; r++) {
+        for (size_t i = 0; i < count; i++) {
+            if (m[i].status != LM_OK)
+                continue;
+            if (cancel != NULL && *cancel) {
+                m[i].status = lm_fail(&m[i].run_err, LM_ERR_ARG, "interrupted");
+                continue;
+            }
+            m[i].status = prepare_member(&configs[i], &m[i]);
+            if (m[i].status != LM_OK)
+                continue;
+            double start = lm_now();
+            m[i].status = run_member(bench, &m[i], m[i].inner);
+            double t = (lm_now() - start) / (double)m[i].inner;
+            if (m[i].status == LM_OK) /* a failed repetition is not a sample */
+                m[i].samples[m[i].done++] = t;
+        }
+    }
+    for (size_t i = 0; i < count; i++)
+        finish_member(bench, &m[i], &results[i]);
+    free(m);
+    return LM_OK;
+}
+
+lm_status lm_bench_measure(const lm_bench_case *bench, const lm_bench_config *config, int reps,
+                           volatile const int *cancel, lm_bench_result *result, lm_error *err)
+{
+    memset(result, 0, sizeof *result);
+    result->err_max = -1.0;
+    return lm_bench_measure_set(bench, config, 1, reps, cancel, result, NULL, err);
 }
 
 /* ---- helpers ----------------------------------------------------------------------- */

@@ -31,7 +31,7 @@ static void sweep_usage(FILE *out)
         "                     [--preset decode-ctx|prefill-ctx|chunk-size|kv-bits|smoke]\n"
         "                     [--heads H] [--kv-heads H] [--head-dim D] [--d-inner D]\n"
         "                     [--d-state N] [--batch B] [--seed S] [--oversubscribe]\n"
-        "                     [--no-roofline] [--list] [--dry-run]\n\n"
+        "                     [--no-roofline] [--interleave-threads] [--list] [--dry-run]\n\n"
         "Runs every configuration (kernel x isa x threads x dtype x bits x chunk x ctx): one\n"
         "warm-up, then --reps timed repetitions (median, min, quartiles), the output checked\n"
         "against a float64 reference (a wrong output is a failed row). Rows go to a tidy CSV\n"
@@ -48,6 +48,10 @@ static void sweep_usage(FILE *out)
         "  --shard K/N  run configurations i with i %% N == K-1 (spread a sweep over machines;\n"
         "               join with longmix merge)\n"
         "  --no-roofline  skip the same-run roofline (roofline_frac written as 0)\n"
+        "  --interleave-threads  measure the thread counts of one configuration together:\n"
+        "               all set up, then their repetitions in turn (1, 2, 1, 2, ...), so a\n"
+        "               thread speed-up compares the same minutes of a drifting machine\n"
+        "               (memory for every thread count's inputs at once)\n"
         "  --dry-run    print the configurations, measure nothing\n");
 }
 
@@ -59,7 +63,7 @@ typedef struct sweep_options {
     long heads, kv_heads, head_dim, d_inner, d_state, batch;
     long seed;
     int reps;
-    bool resume, oversubscribe, no_roofline, list, dry_run;
+    bool resume, oversubscribe, no_roofline, list, dry_run, interleave_threads;
 } sweep_options;
 
 static int fail_usage(const char *message)
@@ -108,7 +112,8 @@ static int parse_options(int argc, char **argv, sweep_options *o)
         bool *flag;
     } flags[] = {{"--resume", &o->resume},           {"--oversubscribe", &o->oversubscribe},
                  {"--no-roofline", &o->no_roofline}, {"--list", &o->list},
-                 {"--dry-run", &o->dry_run}};
+                 {"--dry-run", &o->dry_run},
+                 {"--interleave-threads", &o->interleave_threads}};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool known = false;
@@ -462,6 +467,16 @@ static void fill_row(const lm_bench_case *c, const lm_bench_config *k, const lm_
     row->note = r->message;
 }
 
+/* True when a and b are the same configuration at (possibly) different thread counts. */
+static bool same_but_threads(const lm_bench_config *a, const lm_bench_config *b)
+{
+    return a->isa == b->isa && strcmp(a->dtype, b->dtype) == 0 && a->bits == b->bits &&
+           a->n_ctx == b->n_ctx && a->chunk == b->chunk && a->heads == b->heads &&
+           a->kv_heads == b->kv_heads && a->head_dim == b->head_dim &&
+           a->d_inner == b->d_inner && a->d_state == b->d_state && a->batch == b->batch &&
+           a->seed == b->seed;
+}
+
 static int run_sweep(sweep_options *o)
 {
     lm_machine_meta meta;
@@ -539,41 +554,70 @@ static int run_sweep(sweep_options *o)
     lm_progress_start(&progress, todo_count);
     size_t failed = 0, done = 0;
     int exit_code = LM_EXIT_OK;
-    for (size_t j = 0; j < todo_count && !interrupted; j++) {
+    size_t group[LM_LIST_MAX];
+    lm_bench_config group_configs[LM_LIST_MAX];
+    lm_bench_result results[LM_LIST_MAX];
+    for (size_t j = 0; j < todo_count && !interrupted && exit_code == LM_EXIT_OK; j++) {
+        if (todo[j] == SIZE_MAX)
+            continue; /* measured with an earlier group */
         const lm_bench_case *c = plan.cases[todo[j]];
-        const lm_bench_config *k = &plan.configs[todo[j]];
+        size_t count = 0;
+        group[count++] = todo[j];
+        for (size_t i = j + 1; o->interleave_threads && i < todo_count && count < LM_LIST_MAX;
+             i++)
+            if (todo[i] != SIZE_MAX && plan.cases[todo[i]] == c &&
+                same_but_threads(&plan.configs[todo[i]], &plan.configs[todo[j]])) {
+                group[count++] = todo[i];
+                todo[i] = SIZE_MAX;
+            }
         char label[160];
-        snprintf(label, sizeof label, "%s %s t%d %s n=%ld", c->name, lm_isa_name(k->isa),
-                 k->threads, k->dtype, k->n_ctx);
-        lm_progress_update(&progress, j, label);
-        const lm_roofline_limits *lim =
-            o->no_roofline || limits == NULL ? NULL : limits_for(limits, k->isa, k->threads);
-        lm_bench_result result;
-        lm_status s = lm_bench_measure(c, k, o->reps, (volatile const int *)&interrupted,
-                                       &result, &err);
+        const lm_bench_config *k = &plan.configs[group[0]];
+        snprintf(label, sizeof label, "%s %s t%d%s %s n=%ld", c->name, lm_isa_name(k->isa),
+                 k->threads, count > 1 ? "+" : "", k->dtype, k->n_ctx);
+        lm_progress_update(&progress, done, label);
+        for (size_t g = 0; g < count; g++) {
+            group_configs[g] = plan.configs[group[g]];
+            if (!o->no_roofline && limits != NULL) /* measured before the group's runs */
+                limits_for(limits, group_configs[g].isa, group_configs[g].threads);
+        }
+        size_t bad = 0;
+        lm_status s = lm_bench_measure_set(c, group_configs, count, o->reps,
+                                           (volatile const int *)&interrupted, results, &bad,
+                                           &err);
         if (interrupted)
             break;
-        if (s != LM_OK) { /* setup failed: a failed row with the reason */
-            memset(&result, 0, sizeof result);
-            result.status = s;
-            result.err_max = -1.0;
-            snprintf(result.message, sizeof result.message, "%s", err.message);
-            c->cost(k, &result.flops, &result.bytes);
+        for (size_t g = 0; g < count; g++) {
+            k = &group_configs[g];
+            snprintf(label, sizeof label, "%s %s t%d %s n=%ld", c->name, lm_isa_name(k->isa),
+                     k->threads, k->dtype, k->n_ctx);
+            if (s != LM_OK) { /* a setup failed: failed rows with the reason */
+                memset(&results[g], 0, sizeof results[g]);
+                results[g].status = s;
+                results[g].err_max = -1.0;
+                snprintf(results[g].message, sizeof results[g].message, "%s%.400s",
+                         g == bad ? "" : "not measured: another thread count's setup failed: ",
+                         err.message);
+                c->cost(k, &results[g].flops, &results[g].bytes);
+            }
+            const lm_roofline_limits *lim = o->no_roofline || limits == NULL
+                                                ? NULL
+                                                : limits_for(limits, k->isa, k->threads);
+            lm_result_row row;
+            fill_row(c, k, &results[g], lim, &row);
+            if (results[g].status != LM_OK) {
+                failed++;
+                lm_progress_finish(&progress);
+                fprintf(stderr, "longmix sweep: %s: %s: %s\n", label, row.status,
+                        results[g].message);
+            }
+            if (lm_result_append(&csv, &meta, &row, &err) != LM_OK ||
+                lm_csv_write_atomic(&csv, o->out_path, &err) != LM_OK) {
+                fprintf(stderr, "longmix sweep: %s\n", err.message);
+                exit_code = LM_EXIT_USAGE;
+                break;
+            }
+            done++;
         }
-        lm_result_row row;
-        fill_row(c, k, &result, lim, &row);
-        if (result.status != LM_OK) {
-            failed++;
-            lm_progress_finish(&progress);
-            fprintf(stderr, "longmix sweep: %s: %s: %s\n", label, row.status, result.message);
-        }
-        if (lm_result_append(&csv, &meta, &row, &err) != LM_OK ||
-            lm_csv_write_atomic(&csv, o->out_path, &err) != LM_OK) {
-            fprintf(stderr, "longmix sweep: %s\n", err.message);
-            exit_code = LM_EXIT_USAGE;
-            break;
-        }
-        done++;
     }
     lm_progress_finish(&progress);
     sigaction(SIGINT, &previous, NULL);

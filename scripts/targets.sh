@@ -28,7 +28,9 @@ sweep() { # name, then sweep arguments
     name=$1
     shift
     echo "targets: $name" >&2
-    "$LONGMIX" sweep --resume --out "$out/$name.csv" "$@"
+    # thread counts of one configuration interleaved: the 1 -> 2 thread ratios compare the
+    # same minutes of this drifting VM
+    "$LONGMIX" sweep --resume --interleave-threads --out "$out/$name.csv" "$@"
 }
 GQA="--heads 32 --kv-heads 8 --head-dim 128"
 

@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -343,6 +344,78 @@ Test(meas, garbage_output_is_a_failed_row)
     cr_assert_eq(r.status, LM_ERR_NUMERIC);
     cr_assert(isnan(r.checksum));
     cr_assert(strstr(r.message, "non-finite") != NULL);
+}
+
+/* A case that logs the team size of every run, to see lm_bench_measure_set interleave. */
+typedef struct order_log {
+    int threads[16];
+    int runs, teardowns;
+} order_log;
+
+static order_log the_log;
+
+static lm_status order_setup(const lm_bench_config *c, void **state, lm_error *err)
+{
+    if (c->n_ctx < 0) /* the failing member */
+        return lm_fail(err, LM_ERR_SHAPE, "n_ctx must not be negative");
+    *state = &the_log;
+    return LM_OK;
+}
+static lm_status order_run(void *state, lm_error *err)
+{
+    (void)err;
+    order_log *log = state;
+    if (log->runs < 16)
+        log->threads[log->runs] = omp_get_max_threads();
+    log->runs++;
+    /* about 1 ms, so each repetition is one run */
+    double start = lm_now();
+    while (lm_now() - start < 1.5e-3) {
+    }
+    return LM_OK;
+}
+static lm_status order_check(void *state, double *checksum, double *err_max, lm_error *err)
+{
+    (void)state, (void)err;
+    *checksum = 1.0;
+    *err_max = 0.0;
+    return LM_OK;
+}
+static void order_teardown(void *state) { ((order_log *)state)->teardowns++; }
+
+Test(meas, measure_set_interleaves_the_repetitions_of_its_members)
+{
+    const lm_bench_case order = {.name = "order", .dtypes = "f32", .setup = order_setup,
+                                 .run = order_run, .check = order_check,
+                                 .cost = garbage_cost, .teardown = order_teardown};
+    lm_bench_config k[2];
+    lm_bench_default_config(&order, &k[0]);
+    k[1] = k[0];
+    k[1].threads = 2;
+    lm_bench_result r[2];
+    memset(&the_log, 0, sizeof the_log);
+    cr_assert_eq(lm_bench_measure_set(&order, k, 2, 3, NULL, r, NULL, NULL), LM_OK);
+    /* two warm-ups, then repetition by repetition: 1, 2, 1, 2, 1, 2 */
+    static const int want[8] = {1, 2, 1, 2, 1, 2, 1, 2};
+    cr_assert_eq(the_log.runs, 8);
+    for (int i = 0; i < 8; i++)
+        cr_expect_eq(the_log.threads[i], want[i], "run %d on %d threads", i, the_log.threads[i]);
+    cr_assert_eq(the_log.teardowns, 2);
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(r[i].status, LM_OK);
+        cr_assert_eq(r[i].reps, 3);
+        cr_assert(r[i].time.min > 1e-3 && r[i].time.min <= r[i].time.median);
+    }
+    /* a member whose setup fails: the error, its index, the others torn down unmeasured */
+    memset(&the_log, 0, sizeof the_log);
+    k[1].n_ctx = -1;
+    size_t bad = 99;
+    lm_error err;
+    cr_assert_eq(lm_bench_measure_set(&order, k, 2, 3, NULL, r, &bad, &err), LM_ERR_SHAPE);
+    cr_assert_eq(bad, 1);
+    cr_assert(strstr(err.message, "n_ctx") != NULL, "%s", err.message);
+    cr_assert_eq(the_log.runs, 1); /* member 0's warm-up only */
+    cr_assert_eq(the_log.teardowns, 1);
 }
 
 /* ---- crossover interpolation ---------------------------------------------------- */

@@ -46,6 +46,22 @@ test_sweep_resume_skips_rows_present() {
   [ "$(wc -l < "$WORK/s.csv")" -eq 4 ]
   head -3 "$WORK/s.csv" | cmp -s - "$WORK/first.csv"  # the old rows are kept as they were
 }
+test_sweep_interleave_threads_writes_every_row_once() {
+  # gemv at 2 sizes x 1 and 2 threads: two groups of two, rows in the grid's order within a
+  # group, each checked against its reference; a resumed run measures nothing again
+  expect_exit 0 tiny_sweep "$WORK/s.csv" --threads 1,2 --interleave-threads
+  [ "$(wc -l < "$WORK/s.csv")" -eq 5 ]
+  "$PYTHON" -c '
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+got = sorted((r["n_ctx"], r["threads"]) for r in rows)
+assert got == [("16", "1"), ("16", "2"), ("32", "1"), ("32", "2")], got
+assert all(r["status"] == "ok" and int(r["reps"]) == 2 for r in rows), rows' "$WORK/s.csv"
+  expect_exit 0 tiny_sweep "$WORK/s.csv" --threads 1,2 --interleave-threads --resume
+  expect_text err "0 configurations measured, 4 skipped"
+  expect_exit 0 "$LONGMIX" sweep --help
+  expect_text out "--interleave-threads"
+}
 test_sweep_shards_cover_the_grid() {
   expect_exit 0 tiny_sweep "$WORK/a.csv" --shard 1/2
   expect_exit 0 tiny_sweep "$WORK/b.csv" --shard 2/2
