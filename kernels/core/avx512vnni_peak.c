@@ -35,7 +35,9 @@ uint64_t lm_peak_dot_i8_avx512vnni(uint64_t iterations, float *sink)
     x0 = _mm512_add_epi32(x0, x1), x2 = _mm512_add_epi32(x2, x3), x4 = _mm512_add_epi32(x4, x5);
     x6 = _mm512_add_epi32(x6, x7), x8 = _mm512_add_epi32(x8, x9), x10 = _mm512_add_epi32(x10, x11);
     x0 = _mm512_add_epi32(_mm512_add_epi32(x0, x2), _mm512_add_epi32(x4, x6));
-    *sink = (float)_mm512_reduce_add_epi32(_mm512_add_epi32(x0, _mm512_add_epi32(x8, x10)));
+    /* lanes folded with OR: the chains wrap around 2^32 on long runs, which the vector adds
+     * do by definition but a scalar int sum would overflow */
+    *sink = (float)_mm512_reduce_or_epi32(_mm512_add_epi32(x0, _mm512_add_epi32(x8, x10)));
     /* 2 operations (multiply, add) per byte product, 64 products per instruction */
     return iterations * LM_PEAK_CHAINS * 64u * 2u;
 }
