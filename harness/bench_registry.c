@@ -107,7 +107,8 @@ static lm_status run_member(const lm_bench_case *bench, member *m, long inner)
     return s;
 }
 
-/* Setup and warm-up of member i (the warm-up also sizes its inner loop). */
+/* Setup and warm-up of one member (the warm-up also sizes its inner loop); result gets the
+ * cost model. */
 static lm_status start_member(const lm_bench_case *bench, const lm_bench_config *config,
                               int reps, member *m, lm_bench_result *result, lm_error *err)
 {

@@ -467,6 +467,54 @@ static void fill_row(const lm_bench_case *c, const lm_bench_config *k, const lm_
     row->note = r->message;
 }
 
+/* Where measured rows go, and the counts so far. */
+typedef struct sweep_out {
+    lm_csv *csv;
+    const lm_machine_meta *meta;
+    const char *path;
+    lm_progress *progress;
+    size_t failed, done;
+} sweep_out;
+
+/* The row of one measurement appended and the CSV rewritten atomically; a failed
+ * measurement is reported on stderr. LM_EXIT_OK, or LM_EXIT_USAGE when the file cannot be
+ * written (said). */
+static int record_row(sweep_out *out, const lm_bench_case *c, const lm_bench_config *k,
+                      const lm_bench_result *result, const lm_roofline_limits *limits)
+{
+    lm_result_row row;
+    fill_row(c, k, result, limits, &row);
+    if (result->status != LM_OK) {
+        out->failed++;
+        lm_progress_finish(out->progress);
+        fprintf(stderr, "longmix sweep: %s %s t%d %s n=%ld: %s: %s\n", c->name,
+                lm_isa_name(k->isa), k->threads, k->dtype, k->n_ctx, row.status,
+                result->message);
+    }
+    lm_error err;
+    if (lm_result_append(out->csv, out->meta, &row, &err) != LM_OK ||
+        lm_csv_write_atomic(out->csv, out->path, &err) != LM_OK) {
+        fprintf(stderr, "longmix sweep: %s\n", err.message);
+        return LM_EXIT_USAGE;
+    }
+    out->done++;
+    return LM_EXIT_OK;
+}
+
+/* The failed result of a configuration whose set did not get past setup: the reason for
+ * the member that failed (`own`), "not measured" with it for the others. */
+static void setup_failed_result(const lm_bench_case *c, const lm_bench_config *k,
+                                lm_status status, bool own, const char *reason,
+                                lm_bench_result *result)
+{
+    memset(result, 0, sizeof *result);
+    result->status = status;
+    result->err_max = -1.0;
+    snprintf(result->message, sizeof result->message, "%s%.400s",
+             own ? "" : "not measured: another thread count's setup failed: ", reason);
+    c->cost(k, &result->flops, &result->bytes);
+}
+
 /* True when a and b are the same configuration at (possibly) different thread counts. */
 static bool same_but_threads(const lm_bench_config *a, const lm_bench_config *b)
 {
@@ -475,6 +523,23 @@ static bool same_but_threads(const lm_bench_config *a, const lm_bench_config *b)
            a->kv_heads == b->kv_heads && a->head_dim == b->head_dim &&
            a->d_inner == b->d_inner && a->d_state == b->d_state && a->batch == b->batch &&
            a->seed == b->seed;
+}
+
+/* The plan indices measured together with todo[j]: itself, and with `interleave` every
+ * later entry of the same case and configuration at another thread count (marked SIZE_MAX
+ * in todo, so the loop skips it). group {LM_LIST_MAX}; returns the count. */
+static size_t take_group(const sweep_plan *plan, size_t *todo, size_t todo_count, size_t j,
+                         bool interleave, size_t *group)
+{
+    size_t count = 0;
+    group[count++] = todo[j];
+    for (size_t i = j + 1; interleave && i < todo_count && count < LM_LIST_MAX; i++)
+        if (todo[i] != SIZE_MAX && plan->cases[todo[i]] == plan->cases[todo[j]] &&
+            same_but_threads(&plan->configs[todo[i]], &plan->configs[todo[j]])) {
+            group[count++] = todo[i];
+            todo[i] = SIZE_MAX;
+        }
+    return count;
 }
 
 static int run_sweep(sweep_options *o)
@@ -552,73 +617,43 @@ static int run_sweep(sweep_options *o)
     limits_cache *limits = calloc(1, sizeof *limits);
     lm_progress progress;
     lm_progress_start(&progress, todo_count);
-    size_t failed = 0, done = 0;
     int exit_code = LM_EXIT_OK;
+    sweep_out out = {&csv, &meta, o->out_path, &progress, 0, 0};
     size_t group[LM_LIST_MAX];
-    lm_bench_config group_configs[LM_LIST_MAX];
+    lm_bench_config configs[LM_LIST_MAX];
     lm_bench_result results[LM_LIST_MAX];
     for (size_t j = 0; j < todo_count && !interrupted && exit_code == LM_EXIT_OK; j++) {
         if (todo[j] == SIZE_MAX)
             continue; /* measured with an earlier group */
         const lm_bench_case *c = plan.cases[todo[j]];
-        size_t count = 0;
-        group[count++] = todo[j];
-        for (size_t i = j + 1; o->interleave_threads && i < todo_count && count < LM_LIST_MAX;
-             i++)
-            if (todo[i] != SIZE_MAX && plan.cases[todo[i]] == c &&
-                same_but_threads(&plan.configs[todo[i]], &plan.configs[todo[j]])) {
-                group[count++] = todo[i];
-                todo[i] = SIZE_MAX;
-            }
+        size_t count = take_group(&plan, todo, todo_count, j, o->interleave_threads, group);
         char label[160];
         const lm_bench_config *k = &plan.configs[group[0]];
         snprintf(label, sizeof label, "%s %s t%d%s %s n=%ld", c->name, lm_isa_name(k->isa),
                  k->threads, count > 1 ? "+" : "", k->dtype, k->n_ctx);
-        lm_progress_update(&progress, done, label);
+        lm_progress_update(&progress, out.done, label);
         for (size_t g = 0; g < count; g++) {
-            group_configs[g] = plan.configs[group[g]];
+            configs[g] = plan.configs[group[g]];
             if (!o->no_roofline && limits != NULL) /* measured before the group's runs */
-                limits_for(limits, group_configs[g].isa, group_configs[g].threads);
+                limits_for(limits, configs[g].isa, configs[g].threads);
         }
         size_t bad = 0;
-        lm_status s = lm_bench_measure_set(c, group_configs, count, o->reps,
+        lm_status s = lm_bench_measure_set(c, configs, count, o->reps,
                                            (volatile const int *)&interrupted, results, &bad,
                                            &err);
         if (interrupted)
             break;
-        for (size_t g = 0; g < count; g++) {
-            k = &group_configs[g];
-            snprintf(label, sizeof label, "%s %s t%d %s n=%ld", c->name, lm_isa_name(k->isa),
-                     k->threads, k->dtype, k->n_ctx);
-            if (s != LM_OK) { /* a setup failed: failed rows with the reason */
-                memset(&results[g], 0, sizeof results[g]);
-                results[g].status = s;
-                results[g].err_max = -1.0;
-                snprintf(results[g].message, sizeof results[g].message, "%s%.400s",
-                         g == bad ? "" : "not measured: another thread count's setup failed: ",
-                         err.message);
-                c->cost(k, &results[g].flops, &results[g].bytes);
-            }
-            const lm_roofline_limits *lim = o->no_roofline || limits == NULL
-                                                ? NULL
-                                                : limits_for(limits, k->isa, k->threads);
-            lm_result_row row;
-            fill_row(c, k, &results[g], lim, &row);
-            if (results[g].status != LM_OK) {
-                failed++;
-                lm_progress_finish(&progress);
-                fprintf(stderr, "longmix sweep: %s: %s: %s\n", label, row.status,
-                        results[g].message);
-            }
-            if (lm_result_append(&csv, &meta, &row, &err) != LM_OK ||
-                lm_csv_write_atomic(&csv, o->out_path, &err) != LM_OK) {
-                fprintf(stderr, "longmix sweep: %s\n", err.message);
-                exit_code = LM_EXIT_USAGE;
-                break;
-            }
-            done++;
+        for (size_t g = 0; g < count && exit_code == LM_EXIT_OK; g++) {
+            if (s != LM_OK) /* a setup failed: failed rows with the reason */
+                setup_failed_result(c, &configs[g], s, g == bad, err.message, &results[g]);
+            const lm_roofline_limits *lim =
+                o->no_roofline || limits == NULL ? NULL
+                                                 : limits_for(limits, configs[g].isa,
+                                                              configs[g].threads);
+            exit_code = record_row(&out, c, &configs[g], &results[g], lim);
         }
     }
+    const size_t failed = out.failed, done = out.done;
     lm_progress_finish(&progress);
     sigaction(SIGINT, &previous, NULL);
     if (interrupted) {

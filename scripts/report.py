@@ -94,6 +94,11 @@ def main():
                 rows.append((r["threads"], r["isa"], f"{float(r['gflops']):.1f}", f"{bw:.2f}",
                              f"{float(r['gflops']) / bw:.1f}" if bw else "-"))
         md += [table(("threads", "isa", "peak GFLOP/s (f32 FMA)", "STREAM triad GB/s", "ridge FLOP/byte"), rows), ""]
+        dot = [r for r in roof if r["kernel"] == "peak_dot_i8" and r.get("status", "ok") == "ok"]
+        if dot:  # the compute roof of the quantized KV decode (VPDPBUSD: 128 operations each)
+            md += ["int8 dot-product peak (AVX512-VNNI, the quantized decode's compute roof): " +
+                   ", ".join(f"{float(r['gflops']):.0f} GOP/s = {float(r['gflops']) / 128:.1f} G "
+                             f"VPDPBUSD/s on {r['threads']} thread(s)" for r in dot) + ".", ""]
     else:
         md += ["(no results/roofline.csv: run `longmix roofline`)", ""]
     fig = plot.roofline(roof, measured, os.path.join(results, "fig_roofline.png"))
