@@ -98,17 +98,18 @@ typedef struct lm_bench_result {
 lm_status lm_bench_measure(const lm_bench_case *bench, const lm_bench_config *config, int reps,
                            volatile const int *cancel, lm_bench_result *result, lm_error *err);
 
-/* lm_bench_measure for `count` configurations of one case (typically the same problem at
- * several thread counts) with their timed repetitions interleaved: every configuration is
- * set up and warmed up first (all of them held in memory at once), then repetition r of
- * each runs in turn, so the machine's drift (memory bandwidth, clock) reaches all of them
- * alike and ratios between them compare the same minutes. results {count}. A setup failure
- * of any member is returned (the members already set up are torn down unmeasured, and
- * *failed, when not NULL, is the failing member's index); run and check failures are
- * recorded per member as in lm_bench_measure. */
-lm_status lm_bench_measure_set(const lm_bench_case *bench, const lm_bench_config *configs,
-                               size_t count, int reps, volatile const int *cancel,
-                               lm_bench_result *results, size_t *failed, lm_error *err);
+/* lm_bench_measure for `count` measurements (case benches[i] at configs[i]: the same problem
+ * at several thread counts, or the rows a ratio compares) with their timed repetitions
+ * interleaved: every member is set up and warmed up first (all of them held in memory at
+ * once), then repetition r of each runs in turn, so the machine's drift (memory bandwidth,
+ * clock) reaches all of them alike and ratios between them compare the same minutes.
+ * results {count}. A setup failure of any member is returned (the members already set up
+ * are torn down unmeasured, and *failed, when not NULL, is the failing member's index); run
+ * and check failures are recorded per member as in lm_bench_measure. */
+lm_status lm_bench_measure_set(const lm_bench_case *const *benches,
+                               const lm_bench_config *configs, size_t count, int reps,
+                               volatile const int *cancel, lm_bench_result *results,
+                               size_t *failed, lm_error *err);
 
 /* ---- helpers for case files ----------------------------------------------------- */
 

@@ -157,9 +157,10 @@ static void finish_member(const lm_bench_case *bench, member *m, lm_bench_result
     snprintf(result->message, sizeof result->message, "%s", s == LM_OK ? "" : m->run_err.message);
 }
 
-lm_status lm_bench_measure_set(const lm_bench_case *bench, const lm_bench_config *configs,
-                               size_t count, int reps, volatile const int *cancel,
-                               lm_bench_result *results, size_t *failed, lm_error *err)
+lm_status lm_bench_measure_set(const lm_bench_case *const *benches,
+                               const lm_bench_config *configs, size_t count, int reps,
+                               volatile const int *cancel, lm_bench_result *results,
+                               size_t *failed, lm_error *err)
 {
     if (reps < 1)
         return lm_fail(err, LM_ERR_ARG, "reps must be >= 1, got %d", reps);
@@ -169,13 +170,14 @@ lm_status lm_bench_measure_set(const lm_bench_case *bench, const lm_bench_config
     size_t started = 0;
     lm_status s = LM_OK;
     for (; started < count; started++) {
-        s = start_member(bench, &configs[started], reps, &m[started], &results[started], err);
+        s = start_member(benches[started], &configs[started], reps, &m[started],
+                         &results[started], err);
         if (s != LM_OK)
             break;
     }
     if (s != LM_OK) { /* a setup failed: the ones started are torn down unmeasured */
         for (size_t i = 0; i < started; i++)
-            bench->teardown(m[i].state), free(m[i].samples);
+            benches[i]->teardown(m[i].state), free(m[i].samples);
         if (failed != NULL)
             *failed = started;
         free(m);
@@ -194,14 +196,14 @@ lm_status lm_bench_measure_set(const lm_bench_case *bench, const lm_bench_config
             if (m[i].status != LM_OK)
                 continue;
             double start = lm_now();
-            m[i].status = run_member(bench, &m[i], m[i].inner);
+            m[i].status = run_member(benches[i], &m[i], m[i].inner);
             double t = (lm_now() - start) / (double)m[i].inner;
             if (m[i].status == LM_OK) /* a failed repetition is not a sample */
                 m[i].samples[m[i].done++] = t;
         }
     }
     for (size_t i = 0; i < count; i++)
-        finish_member(bench, &m[i], &results[i]);
+        finish_member(benches[i], &m[i], &results[i]);
     free(m);
     return LM_OK;
 }
@@ -211,7 +213,7 @@ lm_status lm_bench_measure(const lm_bench_case *bench, const lm_bench_config *co
 {
     memset(result, 0, sizeof *result);
     result->err_max = -1.0;
-    return lm_bench_measure_set(bench, config, 1, reps, cancel, result, NULL, err);
+    return lm_bench_measure_set(&bench, config, 1, reps, cancel, result, NULL, err);
 }
 
 /* ---- helpers ----------------------------------------------------------------------- */

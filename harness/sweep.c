@@ -31,7 +31,7 @@ static void sweep_usage(FILE *out)
         "                     [--preset decode-ctx|prefill-ctx|chunk-size|kv-bits|smoke]\n"
         "                     [--heads H] [--kv-heads H] [--head-dim D] [--d-inner D]\n"
         "                     [--d-state N] [--batch B] [--seed S] [--oversubscribe]\n"
-        "                     [--no-roofline] [--interleave-threads] [--list] [--dry-run]\n\n"
+        "                     [--no-roofline] [--interleave threads|all] [--list] [--dry-run]\n\n"
         "Runs every configuration (kernel x isa x threads x dtype x bits x chunk x ctx): one\n"
         "warm-up, then --reps timed repetitions (median, min, quartiles), the output checked\n"
         "against a float64 reference (a wrong output is a failed row). Rows go to a tidy CSV\n"
@@ -48,10 +48,11 @@ static void sweep_usage(FILE *out)
         "  --shard K/N  run configurations i with i %% N == K-1 (spread a sweep over machines;\n"
         "               join with longmix merge)\n"
         "  --no-roofline  skip the same-run roofline (roofline_frac written as 0)\n"
-        "  --interleave-threads  measure the thread counts of one configuration together:\n"
-        "               all set up, then their repetitions in turn (1, 2, 1, 2, ...), so a\n"
-        "               thread speed-up compares the same minutes of a drifting machine\n"
-        "               (memory for every thread count's inputs at once)\n"
+        "  --interleave threads|all  measure configurations together: all set up, then\n"
+        "               their repetitions in turn (1, 2, 1, 2, ...), so a ratio between rows\n"
+        "               compares the same minutes of a drifting machine. threads: the thread\n"
+        "               counts of one configuration; all: every configuration of this run,\n"
+        "               64 at a time (memory for all of their inputs at once)\n"
         "  --dry-run    print the configurations, measure nothing\n");
 }
 
@@ -63,7 +64,8 @@ typedef struct sweep_options {
     long heads, kv_heads, head_dim, d_inner, d_state, batch;
     long seed;
     int reps;
-    bool resume, oversubscribe, no_roofline, list, dry_run, interleave_threads;
+    bool resume, oversubscribe, no_roofline, list, dry_run;
+    const char *interleave; /* NULL, "threads" or "all" */
 } sweep_options;
 
 static int fail_usage(const char *message)
@@ -98,7 +100,8 @@ static int parse_options(int argc, char **argv, sweep_options *o)
                  {"--chunk", &o->chunk_text},   {"--bits", &o->bits_text},
                  {"--threads", &o->threads_text}, {"--isa", &o->isa_text},
                  {"--dtype", &o->dtype_text},   {"--out", &o->out_path},
-                 {"--shard", &o->shard_text},   {"--preset", &o->preset}};
+                 {"--shard", &o->shard_text},   {"--preset", &o->preset},
+                 {"--interleave", &o->interleave}};
     struct {
         const char *name;
         long *value;
@@ -112,8 +115,7 @@ static int parse_options(int argc, char **argv, sweep_options *o)
         bool *flag;
     } flags[] = {{"--resume", &o->resume},           {"--oversubscribe", &o->oversubscribe},
                  {"--no-roofline", &o->no_roofline}, {"--list", &o->list},
-                 {"--dry-run", &o->dry_run},
-                 {"--interleave-threads", &o->interleave_threads}};
+                 {"--dry-run", &o->dry_run}};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool known = false;
@@ -157,6 +159,9 @@ static int parse_options(int argc, char **argv, sweep_options *o)
             return LM_EXIT_USAGE;
         }
     }
+    if (o->interleave != NULL && strcmp(o->interleave, "threads") != 0 &&
+        strcmp(o->interleave, "all") != 0)
+        return fail_usage("--interleave takes threads or all");
     return 0;
 }
 
@@ -511,7 +516,7 @@ static void setup_failed_result(const lm_bench_case *c, const lm_bench_config *k
     result->status = status;
     result->err_max = -1.0;
     snprintf(result->message, sizeof result->message, "%s%.400s",
-             own ? "" : "not measured: another thread count's setup failed: ", reason);
+             own ? "" : "not measured: the setup of another member of its set failed: ", reason);
     c->cost(k, &result->flops, &result->bytes);
 }
 
@@ -525,17 +530,20 @@ static bool same_but_threads(const lm_bench_config *a, const lm_bench_config *b)
            a->seed == b->seed;
 }
 
-/* The plan indices measured together with todo[j]: itself, and with `interleave` every
- * later entry of the same case and configuration at another thread count (marked SIZE_MAX
- * in todo, so the loop skips it). group {LM_LIST_MAX}; returns the count. */
+/* The plan indices measured together with todo[j]: itself, and the later entries that
+ * --interleave joins to it (marked SIZE_MAX in todo, so the loop skips them): "threads",
+ * the same case and configuration at other thread counts; "all", any. group {LM_LIST_MAX};
+ * returns the count. */
 static size_t take_group(const sweep_plan *plan, size_t *todo, size_t todo_count, size_t j,
-                         bool interleave, size_t *group)
+                         const char *interleave, size_t *group)
 {
     size_t count = 0;
     group[count++] = todo[j];
-    for (size_t i = j + 1; interleave && i < todo_count && count < LM_LIST_MAX; i++)
-        if (todo[i] != SIZE_MAX && plan->cases[todo[i]] == plan->cases[todo[j]] &&
-            same_but_threads(&plan->configs[todo[i]], &plan->configs[todo[j]])) {
+    const bool all = interleave != NULL && strcmp(interleave, "all") == 0;
+    for (size_t i = j + 1; interleave != NULL && i < todo_count && count < LM_LIST_MAX; i++)
+        if (todo[i] != SIZE_MAX &&
+            (all || (plan->cases[todo[i]] == plan->cases[todo[j]] &&
+                     same_but_threads(&plan->configs[todo[i]], &plan->configs[todo[j]])))) {
             group[count++] = todo[i];
             todo[i] = SIZE_MAX;
         }
@@ -620,37 +628,44 @@ static int run_sweep(sweep_options *o)
     int exit_code = LM_EXIT_OK;
     sweep_out out = {&csv, &meta, o->out_path, &progress, 0, 0};
     size_t group[LM_LIST_MAX];
+    const lm_bench_case *cases[LM_LIST_MAX];
     lm_bench_config configs[LM_LIST_MAX];
     lm_bench_result results[LM_LIST_MAX];
     for (size_t j = 0; j < todo_count && !interrupted && exit_code == LM_EXIT_OK; j++) {
         if (todo[j] == SIZE_MAX)
             continue; /* measured with an earlier group */
         const lm_bench_case *c = plan.cases[todo[j]];
-        size_t count = take_group(&plan, todo, todo_count, j, o->interleave_threads, group);
+        size_t count = take_group(&plan, todo, todo_count, j, o->interleave, group);
         char label[160];
         const lm_bench_config *k = &plan.configs[group[0]];
-        snprintf(label, sizeof label, "%s %s t%d%s %s n=%ld", c->name, lm_isa_name(k->isa),
-                 k->threads, count > 1 ? "+" : "", k->dtype, k->n_ctx);
+        if (count > 1)
+            snprintf(label, sizeof label, "%s %s t%d %s n=%ld and %zu more, interleaved", c->name,
+                     lm_isa_name(k->isa), k->threads, k->dtype, k->n_ctx, count - 1);
+        else
+            snprintf(label, sizeof label, "%s %s t%d %s n=%ld", c->name, lm_isa_name(k->isa),
+                     k->threads, k->dtype, k->n_ctx);
         lm_progress_update(&progress, out.done, label);
         for (size_t g = 0; g < count; g++) {
+            cases[g] = plan.cases[group[g]];
             configs[g] = plan.configs[group[g]];
             if (!o->no_roofline && limits != NULL) /* measured before the group's runs */
                 limits_for(limits, configs[g].isa, configs[g].threads);
         }
         size_t bad = 0;
-        lm_status s = lm_bench_measure_set(c, configs, count, o->reps,
+        lm_status s = lm_bench_measure_set(cases, configs, count, o->reps,
                                            (volatile const int *)&interrupted, results, &bad,
                                            &err);
         if (interrupted)
             break;
         for (size_t g = 0; g < count && exit_code == LM_EXIT_OK; g++) {
             if (s != LM_OK) /* a setup failed: failed rows with the reason */
-                setup_failed_result(c, &configs[g], s, g == bad, err.message, &results[g]);
+                setup_failed_result(cases[g], &configs[g], s, g == bad, err.message,
+                                    &results[g]);
             const lm_roofline_limits *lim =
                 o->no_roofline || limits == NULL ? NULL
                                                  : limits_for(limits, configs[g].isa,
                                                               configs[g].threads);
-            exit_code = record_row(&out, c, &configs[g], &results[g], lim);
+            exit_code = record_row(&out, cases[g], &configs[g], &results[g], lim);
         }
     }
     const size_t failed = out.failed, done = out.done;

@@ -28,9 +28,10 @@ sweep() { # name, then sweep arguments
     name=$1
     shift
     echo "targets: $name" >&2
-    # thread counts of one configuration interleaved: the 1 -> 2 thread ratios compare the
-    # same minutes of this drifting VM
-    "$LONGMIX" sweep --resume --interleave-threads --out "$out/$name.csv" "$@"
+    # every configuration of a sweep interleaved: the ratios between its rows (1 -> 2
+    # threads, quantized vs f16, chunked vs recurrent) compare the same minutes of this
+    # drifting VM
+    "$LONGMIX" sweep --resume --interleave all --out "$out/$name.csv" "$@"
 }
 GQA="--heads 32 --kv-heads 8 --head-dim 128"
 

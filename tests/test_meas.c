@@ -374,6 +374,14 @@ static lm_status order_run(void *state, lm_error *err)
     }
     return LM_OK;
 }
+/* a second case: logs 100 + the team size */
+static lm_status order_run_other(void *state, lm_error *err)
+{
+    order_log *log = state;
+    lm_status s = order_run(state, err);
+    log->threads[log->runs - 1] += 100;
+    return s;
+}
 static lm_status order_check(void *state, double *checksum, double *err_max, lm_error *err)
 {
     (void)state, (void)err;
@@ -394,7 +402,8 @@ Test(meas, measure_set_interleaves_the_repetitions_of_its_members)
     k[1].threads = 2;
     lm_bench_result r[2];
     memset(&the_log, 0, sizeof the_log);
-    cr_assert_eq(lm_bench_measure_set(&order, k, 2, 3, NULL, r, NULL, NULL), LM_OK);
+    const lm_bench_case *cases[2] = {&order, &order};
+    cr_assert_eq(lm_bench_measure_set(cases, k, 2, 3, NULL, r, NULL, NULL), LM_OK);
     /* two warm-ups, then repetition by repetition: 1, 2, 1, 2, 1, 2 */
     static const int want[8] = {1, 2, 1, 2, 1, 2, 1, 2};
     cr_assert_eq(the_log.runs, 8);
@@ -411,11 +420,22 @@ Test(meas, measure_set_interleaves_the_repetitions_of_its_members)
     k[1].n_ctx = -1;
     size_t bad = 99;
     lm_error err;
-    cr_assert_eq(lm_bench_measure_set(&order, k, 2, 3, NULL, r, &bad, &err), LM_ERR_SHAPE);
+    cr_assert_eq(lm_bench_measure_set(cases, k, 2, 3, NULL, r, &bad, &err), LM_ERR_SHAPE);
     cr_assert_eq(bad, 1);
     cr_assert(strstr(err.message, "n_ctx") != NULL, "%s", err.message);
     cr_assert_eq(the_log.runs, 1); /* member 0's warm-up only */
     cr_assert_eq(the_log.teardowns, 1);
+    /* members of different cases interleave alike: 1, 102, 1, 102, ... */
+    const lm_bench_case other = {.name = "other", .dtypes = "f32", .setup = order_setup,
+                                 .run = order_run_other, .check = order_check,
+                                 .cost = garbage_cost, .teardown = order_teardown};
+    const lm_bench_case *mixed[2] = {&order, &other};
+    k[1].n_ctx = k[0].n_ctx;
+    memset(&the_log, 0, sizeof the_log);
+    cr_assert_eq(lm_bench_measure_set(mixed, k, 2, 3, NULL, r, NULL, NULL), LM_OK);
+    cr_assert_eq(the_log.runs, 8);
+    for (int i = 0; i < 8; i++)
+        cr_expect_eq(the_log.threads[i], i % 2 ? 102 : 1, "run %d: %d", i, the_log.threads[i]);
 }
 
 /* ---- crossover interpolation ---------------------------------------------------- */

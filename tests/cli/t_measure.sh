@@ -46,21 +46,26 @@ test_sweep_resume_skips_rows_present() {
   [ "$(wc -l < "$WORK/s.csv")" -eq 4 ]
   head -3 "$WORK/s.csv" | cmp -s - "$WORK/first.csv"  # the old rows are kept as they were
 }
-test_sweep_interleave_threads_writes_every_row_once() {
-  # gemv at 2 sizes x 1 and 2 threads: two groups of two, rows in the grid's order within a
-  # group, each checked against its reference; a resumed run measures nothing again
-  expect_exit 0 tiny_sweep "$WORK/s.csv" --threads 1,2 --interleave-threads
-  [ "$(wc -l < "$WORK/s.csv")" -eq 5 ]
-  "$PYTHON" -c '
+test_sweep_interleave_writes_every_row_once() {
+  # gemv at 2 sizes x 1 and 2 threads: "threads" measures two groups of two, "all" one group
+  # of four; every row checked against its reference; a resumed run measures nothing again
+  local mode
+  for mode in threads all; do
+    expect_exit 0 tiny_sweep "$WORK/$mode.csv" --threads 1,2 --interleave $mode
+    [ "$(wc -l < "$WORK/$mode.csv")" -eq 5 ]
+    "$PYTHON" -c '
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 got = sorted((r["n_ctx"], r["threads"]) for r in rows)
 assert got == [("16", "1"), ("16", "2"), ("32", "1"), ("32", "2")], got
-assert all(r["status"] == "ok" and int(r["reps"]) == 2 for r in rows), rows' "$WORK/s.csv"
-  expect_exit 0 tiny_sweep "$WORK/s.csv" --threads 1,2 --interleave-threads --resume
-  expect_text err "0 configurations measured, 4 skipped"
+assert all(r["status"] == "ok" and int(r["reps"]) == 2 for r in rows), rows' "$WORK/$mode.csv"
+    expect_exit 0 tiny_sweep "$WORK/$mode.csv" --threads 1,2 --interleave $mode --resume
+    expect_text err "0 configurations measured, 4 skipped"
+  done
+  expect_exit 2 tiny_sweep "$WORK/bad.csv" --interleave sometimes
+  expect_text err "--interleave takes threads or all"
   expect_exit 0 "$LONGMIX" sweep --help
-  expect_text out "--interleave-threads"
+  expect_text out "--interleave threads|all"
 }
 test_sweep_shards_cover_the_grid() {
   expect_exit 0 tiny_sweep "$WORK/a.csv" --shard 1/2
