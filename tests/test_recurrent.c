@@ -542,6 +542,11 @@ Test(recurrent, linear_every_form_path_and_chunk_matches_oracle)
         {2, 41, 17, 20, LM_LINEAR_ELU1, true, LM_LINEAR_GATE_CHANNEL, true},
         {1, 64, 32, 32, LM_LINEAR_IDENTITY, false, LM_LINEAR_GATE_CHANNEL, true},
         {1, 1, 4, 3, LM_LINEAR_ELU1, true, LM_LINEAR_GATE_SCALAR, false},
+        /* d_value 150 and 112: the recurrent form's register panels of 8, 4, 2 and 1
+         * vectors and its single-float columns on every vector width */
+        {1, 23, 13, 150, LM_LINEAR_ELU1, true, LM_LINEAR_GATE_CHANNEL, true},
+        {1, 19, 7, 112, LM_LINEAR_IDENTITY, false, LM_LINEAR_GATE_SCALAR, false},
+        {1, 17, 6, 112, LM_LINEAR_IDENTITY, false, LM_LINEAR_GATE_NONE, true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_linear_case(&cases[i], 4000 + i);
@@ -770,6 +775,9 @@ Test(recurrent, delta_every_path_and_chunk_matches_oracle)
     static const delta_case cases[] = {
         {1, 37, 8, 6, false, false}, {2, 41, 16, 33, true, true}, {3, 29, 9, 64, true, false},
         {1, 70, 32, 32, false, true}, {1, 1, 4, 3, true, true},
+        /* d_value 150: a whole register panel of the recurrent form (128 floats with
+         * AVX-512), then single vectors and single floats; odd d_key 13 */
+        {1, 19, 13, 150, true, true}, {1, 11, 13, 150, false, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check_delta_case(&cases[i], 7000 + i);

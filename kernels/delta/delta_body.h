@@ -100,34 +100,114 @@ static void store_state(const lm_delta_seq_f32 *p, size_t h, const float *St)
             sf[j * dk + c] = St[c * dv + j];
 }
 
+/* ---- the recurrent form --------------------------------------------------------------
+ * Per token, with the unit key kh, on the transposed state St {dk, dv} (rows St_c):
+ *   u = beta (v - g St^T kh)            pass 1: St only read (g scales the sum)
+ *   St_c = g St_c + kh_c u;  y = St^T q  pass 2: St read, updated and written once
+ * The value columns are independent (u_j, y_j and column j of St use no other column), so
+ * they run in panels of nv vectors whose sums and u stay in registers: RP = 8 vectors with
+ * 32 registers (16 partial sums: even and odd rows apart, which halves the FMA chains, and 8
+ * of u), 4 on AVX2's 16; then panels of 1 vector, then the last columns one float each. */
+enum { RP = LM_W == 8 ? 4 : 8 };
+
+/* acc += kh_c St_c over a panel's nv vectors (pass 1, one row). */
+static inline __attribute__((always_inline)) void rec_dot_row(const float *r, float k,
+                                                              LM_V *acc, int nv)
+{
+    const LM_V vk = V_SET1(k);
+    _Pragma("GCC unroll 8") for (int e = 0; e < nv; e++)
+        acc[e] = V_FMA(vk, V_LOADU(r + e * LM_W), acc[e]);
+}
+
+/* St_c = g St_c + kh_c u;  acc += q_c St_c (pass 2, one row). */
+static inline __attribute__((always_inline)) void
+rec_update_row(float *r, float k, float q, LM_V vg, const LM_V *u, LM_V *acc, int nv,
+               bool gated)
+{
+    const LM_V vk = V_SET1(k), vq = V_SET1(q);
+    _Pragma("GCC unroll 8") for (int e = 0; e < nv; e++) {
+        const LM_V old = V_LOADU(r + e * LM_W);
+        const LM_V x = V_FMA(vk, u[e], gated ? V_MUL(vg, old) : old);
+        V_STOREU(r + e * LM_W, x);
+        acc[e] = V_FMA(vq, x, acc[e]);
+    }
+}
+
+/* One token for the nv vectors of value columns at St, v, y (nv <= RP). */
+static inline __attribute__((always_inline)) void
+rec_panel(float *St, size_t dk, size_t dv, const float *kh, const float *q, const float *v,
+          float g, float beta, float *y, int nv, bool gated)
+{
+    LM_V a0[RP], a1[RP], u[RP];
+    const LM_V vg = V_SET1(g);
+    _Pragma("GCC unroll 8") for (int e = 0; e < nv; e++)
+        a0[e] = a1[e] = V_SET1(0.0f);
+    size_t c = 0;
+    for (; c + 2 <= dk; c += 2) {
+        rec_dot_row(St + c * dv, kh[c], a0, nv);
+        rec_dot_row(St + (c + 1) * dv, kh[c + 1], a1, nv);
+    }
+    if (c < dk)
+        rec_dot_row(St + c * dv, kh[c], a0, nv);
+    _Pragma("GCC unroll 8") for (int e = 0; e < nv; e++) { /* u = beta (v - g sum) */
+        const LM_V sum = V_ADD(a0[e], a1[e]);
+        u[e] = V_MUL(V_SET1(beta), V_SUB(V_LOADU(v + e * LM_W), gated ? V_MUL(vg, sum) : sum));
+        a0[e] = a1[e] = V_SET1(0.0f);
+    }
+    for (c = 0; c + 2 <= dk; c += 2) {
+        rec_update_row(St + c * dv, kh[c], q[c], vg, u, a0, nv, gated);
+        rec_update_row(St + (c + 1) * dv, kh[c + 1], q[c + 1], vg, u, a1, nv, gated);
+    }
+    if (c < dk)
+        rec_update_row(St + c * dv, kh[c], q[c], vg, u, a0, nv, gated);
+    _Pragma("GCC unroll 8") for (int e = 0; e < nv; e++)
+        V_STOREU(y + e * LM_W, V_ADD(a0[e], a1[e]));
+}
+
+/* One token over all dv columns (see above). */
+static inline __attribute__((always_inline)) void
+rec_token(float *St, size_t dk, size_t dv, const float *kh, const float *q, const float *v,
+          float g, float beta, float *y, bool gated)
+{
+    size_t j = 0;
+    for (; j + RP * LM_W <= dv; j += RP * LM_W)
+        rec_panel(St + j, dk, dv, kh, q, v + j, g, beta, y + j, RP, gated);
+    for (; j + LM_W <= dv; j += LM_W)
+        rec_panel(St + j, dk, dv, kh, q, v + j, g, beta, y + j, 1, gated);
+    for (; j < dv; j++) { /* the last columns, one float each */
+        float sum = 0.0f, acc = 0.0f;
+        for (size_t c = 0; c < dk; c++)
+            sum += kh[c] * St[c * dv + j];
+        const float u = beta * (v[j] - (gated ? g * sum : sum));
+        for (size_t c = 0; c < dk; c++) {
+            float *x = St + c * dv + j;
+            *x = kh[c] * u + (gated ? g * *x : *x);
+            acc += q[c] * *x;
+        }
+        y[j] = acc;
+    }
+}
+
+static void rec_tokens(const lm_delta_seq_f32 *p, size_t h, float *St, float *kh, bool gated)
+{
+    const size_t L = p->length, dk = p->d_key, dv = p->d_value;
+    for (size_t t = 0; t < L; t++) {
+        const size_t row = h * L + t;
+        unit_key(p->k + row * dk, kh, dk);
+        rec_token(St, dk, dv, kh, p->q + row * dk, p->v + row * dv,
+                  gated ? p->gate[row] : 1.0f, p->beta[row], p->y + row * dv, gated);
+    }
+}
+
 void RECURRENT_NAME(const lm_delta_seq_f32 *p, size_t h, size_t chunk, float *work)
 {
     (void)chunk;
-    const size_t L = p->length, dk = p->d_key, dv = p->d_value;
-    float *St = work, *kh = St + round16(dk * dv), *u = kh + round16(dk);
+    float *St = work, *kh = St + round16(p->d_key * p->d_value);
     load_state(p, h, St);
-    for (size_t t = 0; t < L; t++) {
-        const size_t row = h * L + t;
-        const float *q = p->q + row * dk, *v = p->v + row * dv;
-        float *y = p->y + row * dv;
-        unit_key(p->k + row * dk, kh, dk);
-        const float g = p->gate != NULL ? p->gate[row] : 1.0f, beta = p->beta[row];
-        /* St *= g;  u = St^T kh (the prediction) */
-        memset(u, 0, dv * sizeof(float));
-        for (size_t c = 0; c < dk; c++) {
-            if (g != 1.0f)
-                scale_row(St + c * dv, g, dv);
-            axpy(u, kh[c], St + c * dv, dv);
-        }
-        for (size_t j = 0; j < dv; j++) /* u = beta (v - prediction) */
-            u[j] = beta * (v[j] - u[j]);
-        /* St += kh u^T;  y = St^T q */
-        memset(y, 0, dv * sizeof(float));
-        for (size_t c = 0; c < dk; c++) {
-            axpy(St + c * dv, kh[c], u, dv);
-            axpy(y, q[c], St + c * dv, dv);
-        }
-    }
+    if (p->gate != NULL)
+        rec_tokens(p, h, St, kh, true);
+    else
+        rec_tokens(p, h, St, kh, false);
     store_state(p, h, St);
 }
 

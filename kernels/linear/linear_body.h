@@ -11,11 +11,131 @@ static inline float feature(lm_linear_feature f, float x)
 }
 
 
-/* Token by token: one pass over S per token, updating a row and accumulating y from it. */
+/* ---- the recurrent form: token by token, one pass over S per token --------------------
+ * Per token, on S {dk, dv}: s_c = a_c s_c + fk_c v, y = sum_c fq_c s_c (rows s_c of S). The
+ * value columns are independent, so they run in panels of nv vectors whose v and y stay in
+ * registers (RP = 8 vectors with 32 registers: v, and y as two sums over even and odd rows,
+ * which halves the FMA chains; 4 on AVX2's 16), then panels of 4, 2 and 1 vectors, then the
+ * last columns one float at a time. S is read and written once per token. */
+enum { RP = LM_W == 8 ? 4 : 8 };
+
+/* The gate of row c: per channel (gc, a row of dk gates), else the token's scalar a. */
+static inline float lin_gate(const float *gc, float a, size_t c) { return gc ? gc[c] : a; }
+
+/* One row c of a panel: s = a s + fk_c v; acc += fq_c s. */
+static inline __attribute__((always_inline)) void
+lin_row(float *s, float a, float k, float q, const LM_V *vv, LM_V *acc, int nv, bool gated)
+{
+    const LM_V va = V_SET1(a), vk = V_SET1(k), vq = V_SET1(q);
+    _Pragma("GCC unroll 8") for (int e = 0; e < nv; e++) {
+        const LM_V old = V_LOADU(s + e * LM_W);
+        const LM_V x = V_FMA(vk, vv[e], gated ? V_MUL(va, old) : old);
+        V_STOREU(s + e * LM_W, x);
+        acc[e] = V_FMA(vq, x, acc[e]);
+    }
+}
+
+/* One token for the nv vectors of value columns at S, v, y (nv <= RP). */
+static inline __attribute__((always_inline)) void
+lin_panel(float *S, size_t dk, size_t dv, const float *fk, const float *fq, const float *gc,
+          float a, const float *v, float *y, int nv, bool gated)
+{
+    LM_V vv[RP], y0[RP], y1[RP];
+    _Pragma("GCC unroll 8") for (int e = 0; e < nv; e++) {
+        vv[e] = V_LOADU(v + e * LM_W);
+        y0[e] = y1[e] = V_SET1(0.0f);
+    }
+    size_t c = 0;
+    for (; c + 2 <= dk; c += 2) {
+        lin_row(S + c * dv, lin_gate(gc, a, c), fk[c], fq[c], vv, y0, nv, gated);
+        lin_row(S + (c + 1) * dv, lin_gate(gc, a, c + 1), fk[c + 1], fq[c + 1], vv, y1, nv,
+                gated);
+    }
+    if (c < dk)
+        lin_row(S + c * dv, lin_gate(gc, a, c), fk[c], fq[c], vv, y0, nv, gated);
+    _Pragma("GCC unroll 8") for (int e = 0; e < nv; e++)
+        V_STOREU(y + e * LM_W, V_ADD(y0[e], y1[e]));
+}
+
+/* One token over all dv columns of S, y (see above). */
+static inline __attribute__((always_inline)) void
+lin_token(float *S, size_t dk, size_t dv, const float *fk, const float *fq, const float *gc,
+          float a, const float *v, float *y, bool gated)
+{
+    size_t j = 0;
+    for (; j + RP * LM_W <= dv; j += RP * LM_W)
+        lin_panel(S + j, dk, dv, fk, fq, gc, a, v + j, y + j, RP, gated);
+    if (RP > 4 && j + 4 * LM_W <= dv) {
+        lin_panel(S + j, dk, dv, fk, fq, gc, a, v + j, y + j, 4, gated);
+        j += 4 * LM_W;
+    }
+    if (j + 2 * LM_W <= dv) {
+        lin_panel(S + j, dk, dv, fk, fq, gc, a, v + j, y + j, 2, gated);
+        j += 2 * LM_W;
+    }
+    for (; j + LM_W <= dv; j += LM_W)
+        lin_panel(S + j, dk, dv, fk, fq, gc, a, v + j, y + j, 1, gated);
+    for (; j < dv; j++) { /* the last columns, one float each */
+        float acc = 0.0f;
+        for (size_t c = 0; c < dk; c++) {
+            float *s = S + c * dv + j;
+            *s = fk[c] * v[j] + (gated ? lin_gate(gc, a, c) : 1.0f) * *s;
+            acc += fq[c] * *s;
+        }
+        y[j] = acc;
+    }
+}
+
+/* The normalizer's running sum z = a z + fk (a per channel from gc, else the scalar a);
+ * returns fq . z. */
+static float lin_norm_sum(float *z, size_t dk, const float *fk, const float *fq,
+                          const float *gc, float a)
+{
+    LM_V acc = V_SET1(0.0f);
+    size_t c = 0;
+    for (; c + LM_W <= dk; c += LM_W) {
+        const LM_V va = gc ? V_LOADU(gc + c) : V_SET1(a);
+        const LM_V zc = V_FMA(va, V_LOADU(z + c), V_LOADU(fk + c));
+        V_STOREU(z + c, zc);
+        acc = V_FMA(V_LOADU(fq + c), zc, acc);
+    }
+    float den = V_HSUM(acc);
+    for (; c < dk; c++) {
+        z[c] = lin_gate(gc, a, c) * z[c] + fk[c];
+        den += fq[c] * z[c];
+    }
+    return den;
+}
+
+static void lin_tokens(const lm_linear_f32 *p, size_t h, float *S, float *z, float *fq,
+                       float *fk, bool gated)
+{
+    const size_t L = p->length, dk = p->d_key, dv = p->d_value;
+    const bool track_z = p->normalize || p->z_final != NULL; /* z feeds nothing else */
+    for (size_t t = 0; t < L; t++) {
+        const size_t row = h * L + t;
+        for (size_t c = 0; c < dk; c++) {
+            fq[c] = feature(p->feature, p->q[row * dk + c]);
+            fk[c] = feature(p->feature, p->k[row * dk + c]);
+        }
+        const bool channel = p->gate_kind == LM_LINEAR_GATE_CHANNEL;
+        const float a = p->gate_kind != LM_LINEAR_GATE_SCALAR ? 1.0f
+                        : p->gate != NULL ? p->gate[row] : expf(p->log_gate[row]);
+        const float *gc = channel ? p->gate + row * dk : NULL;
+        float *y = p->y + row * dv;
+        lin_token(S, dk, dv, fk, fq, gc, a, p->v + row * dv, y, gated);
+        if (track_z) {
+            const float den = lin_norm_sum(z, dk, fk, fq, gc, a);
+            if (p->normalize)
+                scale_row(y, 1.0f / den, dv);
+        }
+    }
+}
+
 void RECURRENT_NAME(const lm_linear_f32 *p, size_t h, size_t chunk, float *work)
 {
     (void)chunk;
-    const size_t L = p->length, dk = p->d_key, dv = p->d_value;
+    const size_t dk = p->d_key, dv = p->d_value;
     float *S = work, *z = S + round16(dk * dv), *fq = z + round16(dk), *fk = fq + round16(dk);
     if (p->s0 != NULL)
         memcpy(S, p->s0 + h * dk * dv, dk * dv * sizeof(float));
@@ -25,39 +145,10 @@ void RECURRENT_NAME(const lm_linear_f32 *p, size_t h, size_t chunk, float *work)
         memcpy(z, p->z0 + h * dk, dk * sizeof(float));
     else
         memset(z, 0, dk * sizeof(float));
-    for (size_t t = 0; t < L; t++) {
-        const size_t row = h * L + t;
-        const float *v = p->v + row * dv; /* {dv} */
-        float *y = p->y + row * dv;       /* {dv} */
-        for (size_t c = 0; c < dk; c++) {
-            fq[c] = feature(p->feature, p->q[row * dk + c]);
-            fk[c] = feature(p->feature, p->k[row * dk + c]);
-        }
-        memset(y, 0, dv * sizeof(float));
-        float den = 0.0f;
-        const float a_scalar = p->gate_kind != LM_LINEAR_GATE_SCALAR ? 1.0f
-                               : p->gate != NULL ? p->gate[row] : expf(p->log_gate[row]);
-        for (size_t c = 0; c < dk; c++) {
-            const float a = p->gate_kind == LM_LINEAR_GATE_CHANNEL ? p->gate[row * dk + c]
-                                                                   : a_scalar;
-            float *s = S + c * dv; /* {dv}: s = a s + fk[c] v;  y += fq[c] s */
-            const LM_V va = V_SET1(a), vk = V_SET1(fk[c]), vq = V_SET1(fq[c]);
-            size_t j = 0;
-            for (; j + LM_W <= dv; j += LM_W) {
-                const LM_V sj = V_FMA(vk, V_LOADU(v + j), V_MUL(va, V_LOADU(s + j)));
-                V_STOREU(s + j, sj);
-                V_STOREU(y + j, V_FMA(vq, sj, V_LOADU(y + j)));
-            }
-            for (; j < dv; j++) {
-                s[j] = fk[c] * v[j] + a * s[j];
-                y[j] += fq[c] * s[j];
-            }
-            z[c] = a * z[c] + fk[c];
-            den += fq[c] * z[c];
-        }
-        if (p->normalize)
-            scale_row(y, 1.0f / den, dv);
-    }
+    if (p->gate_kind == LM_LINEAR_GATE_NONE)
+        lin_tokens(p, h, S, z, fq, fk, false);
+    else
+        lin_tokens(p, h, S, z, fq, fk, true);
     if (p->s_final != NULL)
         memcpy(p->s_final + h * dk * dv, S, dk * dv * sizeof(float));
     if (p->z_final != NULL)
