@@ -269,6 +269,30 @@ def recurrent(rows, t):
                    f"{100 * f(r, 'roofline_frac'):.0f} % of triad")
 
 
+NOISY = 0.20  # (p75 - min) / median above which a row's repetitions are called unsteady
+
+
+def noisy(rows, t):
+    """Rows whose repetitions spread widely: (p75 - min) / median > NOISY. A verdict drawn
+    from such a row says more about the machine's minutes than about the kernel."""
+    out = []
+    for r in rows:
+        try:
+            spread = (f(r, "p75_s") - f(r, "min_s")) / f(r, "median_s")
+        except (KeyError, ValueError, ZeroDivisionError):
+            continue
+        if spread > NOISY and r["kernel"] not in ("stream_triad", "peak_fma", "peak_dot_i8"):
+            config = ", ".join(f"{k} {r[k]}" for k in ("dtype", "n_ctx", "chunk", "threads")
+                               if r.get(k) not in (None, "", "0"))
+            out.append(f"| {r['_file']} | {r['kernel']} ({config}) | {ms(r)} | "
+                       f"min {f(r, 'min_s') * 1e3:.3g} ms, p75 {f(r, 'p75_s') * 1e3:.3g} ms "
+                       f"= {100 * spread:.0f} % |")
+    if out:
+        t.lines += ["", f"## Unsteady rows: (p75 - min) / median above {100 * NOISY:.0f} %", "",
+                    "| sweep | row | median | spread |", "|---|---|---|---|"] + out
+    return len(out)
+
+
 def main():
     if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
         sys.stderr.write("usage: scripts/targets.py DIR  (the CSVs of scripts/targets.sh)\n")
@@ -280,12 +304,14 @@ def main():
     t = Table()
     attention(rows, t)
     recurrent(rows, t)
+    unsteady = noisy(rows, t)
     head = rows[0]
     print(f"# Speed targets: {head['cpu_model']}, {head['cores']} cores, git {head['git_rev']}")
     print()
     print(f"{t.met} met, {t.missed} missed, {t.unmeasured} not measured. Medians of timed "
           "repetitions; percentages are of the same sweep's roofline (peak FMA or STREAM "
-          "triad at the row's thread count). Ratios compare rows of one sweep invocation.")
+          "triad at the row's thread count). Ratios compare rows of one sweep invocation."
+          + (f" {unsteady} rows had unsteady repetitions (listed at the end)." if unsteady else ""))
     print("\n".join(t.lines))
     return 0
 

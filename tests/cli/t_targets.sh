@@ -39,6 +39,22 @@ test_targets_quantized_decode_against_the_int8_dot_roof() {
   expect_text out "| Mamba-1 scan 1 -> 2 threads >= 1.8x | 1.68x | **missed** |"
   expect_text out "| SSD (32 x 64, N = 128, L = 4096) chunked >= 3x the recurrent scan | - | not measured |"
 }
+test_targets_lists_unsteady_rows() {
+  mkdir -p "$WORK/u"
+  {
+    echo 'cpu_model,cores,git_rev,kernel,dtype,n_ctx,chunk,threads,median_s,min_s,p75_s,gflops,gbps,roofline_frac,status'
+    echo 'cpu,2,abc,mamba1_scan,f32,4096,0,1,0.100,0.090,0.125,0,0,0,ok'   # (125 - 90) / 100 = 35 %
+    echo 'cpu,2,abc,mamba1_scan,f32,4096,0,2,0.060,0.058,0.061,0,0,0,ok'   # 5 %: steady
+    echo 'cpu,2,abc,stream_triad,f64,0,0,1,0.010,0.005,0.015,0,30,0,ok'   # the roofline: not listed
+  } > "$WORK/u/rows.csv"
+  expect_exit 0 "$PYTHON" scripts/targets.py "$WORK/u"
+  expect_text out "1 rows had unsteady repetitions (listed at the end)."
+  expect_text out "| rows | mamba1_scan (dtype f32, n_ctx 4096, threads 1) | 100 ms | min 90 ms, p75 125 ms = 35 % |"
+  if grep -q "threads 2) | 60 ms" "$WORK/out"; then
+    echo "a steady row was listed as unsteady" >&2
+    return 1
+  fi
+}
 test_targets_needs_rows() {
   mkdir -p "$WORK/empty"
   expect_exit 2 "$PYTHON" scripts/targets.py "$WORK/empty"
