@@ -413,7 +413,7 @@ static lm_status run_ssd(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kou
             }
             lm_ssm_ssd_f32 step = {B, 1, H, P, G, N, xt, dtt, p.dt_bias, p.a, bt, ct, p.skip,
                                    state, yt, state};
-            status = lm_ssm_ssd_decode_f32(&step, err);
+            status = lm_ssm_ssd_decode_f32_with(ops->ssd_step_f32, &step, err);
             for (size_t bi = 0; bi < B; bi++)
                 memcpy(res + (bi * L + t) * H * P, yt + bi * H * P, H * P * sizeof(float));
         }

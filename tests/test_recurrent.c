@@ -653,30 +653,39 @@ static void check_ssd_case(const ssd_case *c, uint64_t seed)
                       N, chunk, ey, tol_y, eh, tol_h);
         }
     }
-    /* decode: token by token from h0 (or zero) equals the scan */
+    /* decode: token by token from h0 (or zero) equals the scan, on every path */
     float *state = calloc(B * H * P * N, sizeof(float));
-    if (c->extras)
-        memcpy(state, h0.f, B * H * P * N * sizeof(float));
     float *xt = malloc(B * H * P * sizeof(float)), *dtt = malloc(B * H * sizeof(float));
     float *bt = malloc(B * G * N * sizeof(float)), *ct = malloc(B * G * N * sizeof(float));
     float *yt = malloc(B * H * P * sizeof(float));
-    for (size_t t = 0; t < L; t++) {
-        for (size_t bi = 0; bi < B; bi++) {
-            memcpy(xt + bi * H * P, x.f + (bi * L + t) * H * P, H * P * sizeof(float));
-            memcpy(dtt + bi * H, dt.f + (bi * L + t) * H, H * sizeof(float));
-            memcpy(bt + bi * G * N, b.f + (bi * L + t) * G * N, G * N * sizeof(float));
-            memcpy(ct + bi * G * N, cc.f + (bi * L + t) * G * N, G * N * sizeof(float));
+    for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
+        if (!lm_isa_available((lm_isa)isa))
+            continue;
+        const lm_ssd_step_f32_fn step_kernel = lm_ops_for((lm_isa)isa)->ssd_step_f32;
+        if (c->extras)
+            memcpy(state, h0.f, B * H * P * N * sizeof(float));
+        else
+            memset(state, 0, B * H * P * N * sizeof(float));
+        for (size_t t = 0; t < L; t++) {
+            for (size_t bi = 0; bi < B; bi++) {
+                memcpy(xt + bi * H * P, x.f + (bi * L + t) * H * P, H * P * sizeof(float));
+                memcpy(dtt + bi * H, dt.f + (bi * L + t) * H, H * sizeof(float));
+                memcpy(bt + bi * G * N, b.f + (bi * L + t) * G * N, G * N * sizeof(float));
+                memcpy(ct + bi * G * N, cc.f + (bi * L + t) * G * N, G * N * sizeof(float));
+            }
+            lm_ssm_ssd_f32 step = {B, 1, H, P, G, N, xt, dtt, c->extras ? bias.f : NULL, a.f, bt,
+                                   ct, c->extras ? skip.f : NULL, state, yt, state};
+            cr_assert_eq(lm_ssm_ssd_decode_f32_with(step_kernel, &step, &err), LM_OK, "%s",
+                         err.message);
+            for (size_t bi = 0; bi < B; bi++)
+                for (size_t i = 0; i < H * P; i++)
+                    cr_assert(fabs((double)yt[bi * H * P + i] - y.d[(bi * L + t) * H * P + i]) <=
+                                  tol_y, "isa %s decode t=%zu", lm_isa_name((lm_isa)isa), t);
         }
-        lm_ssm_ssd_f32 step = {B, 1, H, P, G, N, xt, dtt, c->extras ? bias.f : NULL, a.f, bt,
-                               ct, c->extras ? skip.f : NULL, state, yt, state};
-        cr_assert_eq(lm_ssm_ssd_decode_f32(&step, &err), LM_OK, "%s", err.message);
-        for (size_t bi = 0; bi < B; bi++)
-            for (size_t i = 0; i < H * P; i++)
-                cr_assert(fabs((double)yt[bi * H * P + i] - y.d[(bi * L + t) * H * P + i]) <=
-                              tol_y, "decode t=%zu", t);
+        for (size_t i = 0; i < hf.n; i++)
+            cr_assert(fabs((double)state[i] - hf.d[i]) <= tol_h, "isa %s",
+                      lm_isa_name((lm_isa)isa));
     }
-    for (size_t i = 0; i < hf.n; i++)
-        cr_assert(fabs((double)state[i] - hf.d[i]) <= tol_h);
     free(state), free(xt), free(dtt), free(bt), free(ct), free(yt);
     pair *all[] = {&x, &dt, &bias, &a, &b, &cc, &skip, &h0, &y, &hf};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
@@ -708,6 +717,12 @@ Test(recurrent, ssd_rejects_bad_input)
     cr_assert_eq(lm_ssm_ssd_scan_f32(NULL, false, &p, 0, &err), LM_ERR_SHAPE);
     p.groups = 1;
     cr_assert_eq(lm_ssm_ssd_decode_f32(&p, &err), LM_ERR_ARG);
+    float h[4] = {0};
+    p.h0 = p.h_final = h;
+    cr_assert_eq(lm_ssm_ssd_decode_f32_with(NULL, &p, &err), LM_ERR_ARG);
+    cr_assert(strstr(err.message, "kernel must not be NULL") != NULL, "%s", err.message);
+    cr_assert_eq(lm_ssm_ssd_decode_f32(&p, &err), LM_OK, "%s", err.message);
+    p.h0 = p.h_final = NULL;
     cr_assert_eq(lm_ssm_ssd_scan_f32(NULL, false, &p, 0, &err), LM_OK);
 }
 

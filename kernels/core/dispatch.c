@@ -58,6 +58,7 @@ static const lm_ops compiled[LM_ISA_COUNT] = {
             .delta_chunked_f32 = lm_delta_chunked_f32_scalar,
             .gemm_acc_f32 = lm_gemm_acc_f32_scalar,
             .ssd_chunked_f32 = lm_ssd_chunked_f32_scalar,
+            .ssd_step_f32 = lm_ssd_step_f32_scalar,
         },
 #if LM_BUILD_X86
     [LM_ISA_AVX2] =
@@ -79,6 +80,7 @@ static const lm_ops compiled[LM_ISA_COUNT] = {
             .delta_chunked_f32 = lm_delta_chunked_f32_avx2,
             .gemm_acc_f32 = lm_gemm_acc_f32_avx2,
             .ssd_chunked_f32 = lm_ssd_chunked_f32_avx2,
+            .ssd_step_f32 = lm_ssd_step_f32_avx2,
         },
     [LM_ISA_AVX512] =
         {
@@ -99,6 +101,7 @@ static const lm_ops compiled[LM_ISA_COUNT] = {
             .delta_chunked_f32 = lm_delta_chunked_f32_avx512,
             .gemm_acc_f32 = lm_gemm_acc_f32_avx512,
             .ssd_chunked_f32 = lm_ssd_chunked_f32_avx512,
+            .ssd_step_f32 = lm_ssd_step_f32_avx512,
         },
 #endif
 #if LM_BUILD_NEON
@@ -121,6 +124,7 @@ static const lm_ops compiled[LM_ISA_COUNT] = {
             .delta_chunked_f32 = lm_delta_chunked_f32_neon,
             .gemm_acc_f32 = lm_gemm_acc_f32_neon,
             .ssd_chunked_f32 = lm_ssd_chunked_f32_neon,
+            .ssd_step_f32 = lm_ssd_step_f32_neon,
         },
 #endif
 };

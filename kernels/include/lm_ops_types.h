@@ -56,6 +56,7 @@ typedef void (*lm_kvq_decode_fn)(const struct lm_kvq_view *view, size_t j0, size
     X(lm_delta_head_f32_fn, delta_recurrent_f32) \
     X(lm_delta_head_f32_fn, delta_chunked_f32) \
     X(lm_gemm_acc_f32_fn, gemm_acc_f32) \
-    X(lm_ssd_chunked_f32_fn, ssd_chunked_f32)
+    X(lm_ssd_chunked_f32_fn, ssd_chunked_f32) \
+    X(lm_ssd_step_f32_fn, ssd_step_f32)
 
 #endif

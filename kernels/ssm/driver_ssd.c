@@ -328,11 +328,14 @@ lm_status lm_ssm_ssd_scan_f32(lm_linear_head_f32_fn kernel, bool chunked,
     return LM_OK;
 }
 
-lm_status lm_ssm_ssd_decode_f32(const lm_ssm_ssd_f32 *p, lm_error *err)
+lm_status lm_ssm_ssd_decode_f32_with(lm_ssd_step_f32_fn kernel, const lm_ssm_ssd_f32 *p,
+                                     lm_error *err)
 {
     lm_status status = check(p, err);
     if (status != LM_OK)
         return status;
+    if (kernel == NULL)
+        return lm_fail(err, LM_ERR_ARG, "kernel must not be NULL");
     if (p->length != 1)
         return lm_fail(err, LM_ERR_ARG, "length must be 1 for a decode step, got %zu", p->length);
     if (p->h0 == NULL || p->h0 != p->h_final)
@@ -340,38 +343,19 @@ lm_status lm_ssm_ssd_decode_f32(const lm_ssm_ssd_f32 *p, lm_error *err)
                        "(the decode step updates it in place)");
     const size_t H = p->heads, P = p->head_dim, G = p->groups, N = p->state;
     const long long items = (long long)(p->batch * H);
-    float *state = p->h_final;
 #pragma omp parallel for schedule(static) if (p->batch * H * P * N >= 65536)
     for (long long item = 0; item < items; item++) {
         const size_t bi = (size_t)item / H, h = (size_t)item % H, g = h / (H / G);
         const float delta =
             softplusf(p->dt_raw[bi * H + h] + (p->dt_bias ? p->dt_bias[h] : 0.0f));
-        const float abar = expf(delta * p->a[h]);
-        const float *x = p->x + (bi * H + h) * P, *bt = p->b + (bi * G + g) * N;
-        const float *ct = p->c + (bi * G + g) * N;
-        float *S = state + (bi * H + h) * P * N; /* {P, N} */
-        for (size_t i = 0; i < P; i++) {
-            const float dx = delta * x[i];
-            float *row = S + i * N;
-            float y0 = 0.0f, y1 = 0.0f, y2 = 0.0f, y3 = 0.0f;
-            size_t n = 0;
-            for (; n + 4 <= N; n += 4) { /* row = abar row + dx B;  y += row . C */
-                row[n] = abar * row[n] + dx * bt[n];
-                row[n + 1] = abar * row[n + 1] + dx * bt[n + 1];
-                row[n + 2] = abar * row[n + 2] + dx * bt[n + 2];
-                row[n + 3] = abar * row[n + 3] + dx * bt[n + 3];
-                y0 += row[n] * ct[n];
-                y1 += row[n + 1] * ct[n + 1];
-                y2 += row[n + 2] * ct[n + 2];
-                y3 += row[n + 3] * ct[n + 3];
-            }
-            for (; n < N; n++) {
-                row[n] = abar * row[n] + dx * bt[n];
-                y0 += row[n] * ct[n];
-            }
-            const float skip = p->skip ? p->skip[h] * x[i] : 0.0f;
-            p->y[(bi * H + h) * P + i] = (y0 + y1) + (y2 + y3) + skip;
-        }
+        kernel(p->x + (bi * H + h) * P, p->b + (bi * G + g) * N, p->c + (bi * G + g) * N, P, N,
+               expf(delta * p->a[h]), delta, p->skip ? p->skip[h] : 0.0f,
+               p->h_final + (bi * H + h) * P * N, p->y + (bi * H + h) * P);
     }
     return LM_OK;
+}
+
+lm_status lm_ssm_ssd_decode_f32(const lm_ssm_ssd_f32 *p, lm_error *err)
+{
+    return lm_ssm_ssd_decode_f32_with(lm_ops_active()->ssd_step_f32, p, err);
 }

@@ -8,3 +8,5 @@
 #include "simd_neon.h"
 #define SSD_CHUNKED_NAME lm_ssd_chunked_f32_neon
 #include "ssd_body.h"
+#define SSD_STEP_NAME lm_ssd_step_f32_neon
+#include "ssd_step_body.h"

@@ -57,4 +57,18 @@ void lm_ssd_chunked_f32_avx2(const lm_ssd_block_f32 *blk, float *work);
 void lm_ssd_chunked_f32_avx512(const lm_ssd_block_f32 *blk, float *work);
 void lm_ssd_chunked_f32_neon(const lm_ssd_block_f32 *blk, float *work);
 
+/* One decode step of one head (ssd_step_body.h): S {P, N} updated in place,
+ * S_i = abar S_i + (delta x_i) b, y_i = S_i . c + skip x_i. x, y {P}; b, c {N}. */
+typedef void (*lm_ssd_step_f32_fn)(const float *x, const float *b, const float *c, size_t P,
+                                   size_t N, float abar, float delta, float skip, float *S,
+                                   float *y);
+void lm_ssd_step_f32_scalar(const float *x, const float *b, const float *c, size_t P,
+                            size_t N, float abar, float delta, float skip, float *S, float *y);
+void lm_ssd_step_f32_avx2(const float *x, const float *b, const float *c, size_t P,
+                          size_t N, float abar, float delta, float skip, float *S, float *y);
+void lm_ssd_step_f32_avx512(const float *x, const float *b, const float *c, size_t P,
+                            size_t N, float abar, float delta, float skip, float *S, float *y);
+void lm_ssd_step_f32_neon(const float *x, const float *b, const float *c, size_t P,
+                          size_t N, float abar, float delta, float skip, float *S, float *y);
+
 #endif

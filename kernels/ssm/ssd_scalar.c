@@ -5,3 +5,5 @@
 #include "simd_scalar.h"
 #define SSD_CHUNKED_NAME lm_ssd_chunked_f32_scalar
 #include "ssd_body.h"
+#define SSD_STEP_NAME lm_ssd_step_f32_scalar
+#include "ssd_step_body.h"

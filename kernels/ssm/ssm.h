@@ -6,6 +6,7 @@
 
 #include "longmix.h"
 #include "../linear/linear.h"
+#include "ssd_chunked.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -261,8 +262,13 @@ lm_status lm_ssm_ssd_scan_f32(lm_linear_head_f32_fn kernel, bool chunked,
                               const lm_ssm_ssd_f32 *p, size_t chunk, lm_error *err);
 
 /* Decode step: length must be 1 and h0 == h_final (the state {B, H, P, N} updated in
- * place); x, y {B, H, P}, dt_raw {B, H}, b, c {B, G, N}. Direct loops over the state
- * (no transposition), OpenMP over (batch row, head) when the state is large. */
+ * place); x, y {B, H, P}, dt_raw {B, H}, b, c {B, G, N}. The active ISA's step kernel
+ * (ssd_step_body.h: along the state rows, no transposition) for every (batch row, head),
+ * OpenMP over them when the state is large. */
 lm_status lm_ssm_ssd_decode_f32(const lm_ssm_ssd_f32 *p, lm_error *err);
+/* Same with an explicit step kernel (tests and the contract run every ISA path);
+ * LM_ERR_ARG when kernel is NULL. */
+lm_status lm_ssm_ssd_decode_f32_with(lm_ssd_step_f32_fn kernel, const lm_ssm_ssd_f32 *p,
+                                     lm_error *err);
 
 #endif
