@@ -717,7 +717,7 @@ Test(recurrent, ssd_rejects_bad_input)
     cr_assert_eq(lm_ssm_ssd_scan_f32(NULL, false, &p, 0, &err), LM_ERR_SHAPE);
     p.groups = 1;
     cr_assert_eq(lm_ssm_ssd_decode_f32(&p, &err), LM_ERR_ARG);
-    float h[4] = {0};
+    float h[8] = {0}; /* {B, H, P, N} = {1, 2, 2, 2} */
     p.h0 = p.h_final = h;
     cr_assert_eq(lm_ssm_ssd_decode_f32_with(NULL, &p, &err), LM_ERR_ARG);
     cr_assert(strstr(err.message, "kernel must not be NULL") != NULL, "%s", err.message);
