@@ -55,7 +55,9 @@ lm_status lm_ssm_mamba1_scan_f32_with(lm_ssm_mamba1_scan_f32_fn kernel,
     /* A fork/join costs microseconds (milliseconds on a busy box): tiny calls such as one
      * decode step of a small model stay on the calling thread. */
     const bool parallel = items > 1 && p->batch * p->length * p->channels * p->state >= 65536;
-#pragma omp parallel for schedule(static) if (parallel)
+    /* Items are handed out one at a time: a thread whose core is taken by another job for a
+     * while does not hold the team back at the join (D = 2048 gives 32 items). */
+#pragma omp parallel for schedule(dynamic, 1) if (parallel)
     for (long long item = 0; item < items; item++) {
         const size_t bi = (size_t)item / blocks, block = (size_t)item % blocks;
         const size_t d_begin = block * MAMBA1_CHANNEL_BLOCK;
