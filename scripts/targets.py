@@ -264,9 +264,11 @@ def recurrent(rows, t):
     for kernel, label in (("mamba1_step", "Mamba-1 decode step (D = 8192, N = 16)"),
                           ("ssd_step", "SSD decode step (32 x 64, N = 128)")):
         for r in pick(rows, kernel=kernel):
+            cached = ("; above the DRAM triad: the state stays in the caches between steps"
+                      if f(r, "roofline_frac") > 1 else "")
             t.info(f"{label}, {r['threads']} thread(s)",
                    f"{f(r, 'median_s') * 1e6:.1f} us per token, {f(r, 'gbps'):.1f} GB/s = "
-                   f"{100 * f(r, 'roofline_frac'):.0f} % of triad")
+                   f"{100 * f(r, 'roofline_frac'):.0f} % of triad{cached}")
 
 
 NOISY = 0.20  # (p75 - min) / median above which a row's repetitions are called unsteady
