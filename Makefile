@@ -34,7 +34,10 @@ PYTHON    ?= /usr/bin/python3
 WARNINGS  := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
              -Wcast-qual -Wpointer-arith -Wvla -Wdouble-promotion \
              -Werror=implicit-function-declaration -Werror
-CFLAGS_ALL = -std=c17 $(OPT) -g -fopenmp -ffp-contract=off -D_POSIX_C_SOURCE=200809L \
+# -fno-plt: calls into shared libraries (SLEEF's vector functions inside the scan loops) go
+# through the GOT directly; through PLT stubs the Mamba-1 scan's time depended on where the
+# linker happened to place it, by up to 1.6x (docs/kernels.md, "Code placement").
+CFLAGS_ALL = -std=c17 $(OPT) -g -fopenmp -fno-plt -ffp-contract=off -D_POSIX_C_SOURCE=200809L \
              -Ikernels/include $(WARNINGS) $(EXTRA_CFLAGS)
 CXXFLAGS_ALL = -std=c++17 $(OPT) -g -Ikernels/include -Iharness -Wall -Wextra -Werror
 LDLIBS    := -ljansson -lnettle -lsleef -lhwloc -lm -lpthread
