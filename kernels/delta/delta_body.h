@@ -8,6 +8,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "../ssm/state_row.h"
+
 static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
 
 static inline float hsum(LM_V v) { return V_HSUM(v); }
@@ -119,20 +121,6 @@ static inline __attribute__((always_inline)) void rec_dot_row(const float *r, fl
         acc[e] = V_FMA(vk, V_LOADU(r + e * LM_W), acc[e]);
 }
 
-/* St_c = g St_c + kh_c u;  acc += q_c St_c (pass 2, one row). */
-static inline __attribute__((always_inline)) void
-rec_update_row(float *r, float k, float q, LM_V vg, const LM_V *u, LM_V *acc, int nv,
-               bool gated)
-{
-    const LM_V vk = V_SET1(k), vq = V_SET1(q);
-    _Pragma("GCC unroll 8") for (int e = 0; e < nv; e++) {
-        const LM_V old = V_LOADU(r + e * LM_W);
-        const LM_V x = V_FMA(vk, u[e], gated ? V_MUL(vg, old) : old);
-        V_STOREU(r + e * LM_W, x);
-        acc[e] = V_FMA(vq, x, acc[e]);
-    }
-}
-
 /* One token for the nv vectors of value columns at St, v, y (nv <= RP). */
 static inline __attribute__((always_inline)) void
 rec_panel(float *St, size_t dk, size_t dv, const float *kh, const float *q, const float *v,
@@ -155,11 +143,11 @@ rec_panel(float *St, size_t dk, size_t dv, const float *kh, const float *q, cons
         a0[e] = a1[e] = V_SET1(0.0f);
     }
     for (c = 0; c + 2 <= dk; c += 2) {
-        rec_update_row(St + c * dv, kh[c], q[c], vg, u, a0, nv, gated);
-        rec_update_row(St + (c + 1) * dv, kh[c + 1], q[c + 1], vg, u, a1, nv, gated);
+        state_row_update(St + c * dv, g, kh[c], q[c], u, a0, nv, gated);
+        state_row_update(St + (c + 1) * dv, g, kh[c + 1], q[c + 1], u, a1, nv, gated);
     }
     if (c < dk)
-        rec_update_row(St + c * dv, kh[c], q[c], vg, u, a0, nv, gated);
+        state_row_update(St + c * dv, g, kh[c], q[c], u, a0, nv, gated);
     _Pragma("GCC unroll 8") for (int e = 0; e < nv; e++)
         V_STOREU(y + e * LM_W, V_ADD(a0[e], a1[e]));
 }

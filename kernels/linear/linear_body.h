@@ -4,6 +4,7 @@
  * value dimension of S and y, the key index of the score rows); small matrix products run on
  * the register-blocked micro-kernel of gemm_body.h. */
 #include "gemm_body.h"
+#include "../ssm/state_row.h"
 
 static inline float feature(lm_linear_feature f, float x)
 {
@@ -22,19 +23,6 @@ enum { RP = LM_W == 8 ? 4 : 8 };
 /* The gate of row c: per channel (gc, a row of dk gates), else the token's scalar a. */
 static inline float lin_gate(const float *gc, float a, size_t c) { return gc ? gc[c] : a; }
 
-/* One row c of a panel: s = a s + fk_c v; acc += fq_c s. */
-static inline __attribute__((always_inline)) void
-lin_row(float *s, float a, float k, float q, const LM_V *vv, LM_V *acc, int nv, bool gated)
-{
-    const LM_V va = V_SET1(a), vk = V_SET1(k), vq = V_SET1(q);
-    _Pragma("GCC unroll 8") for (int e = 0; e < nv; e++) {
-        const LM_V old = V_LOADU(s + e * LM_W);
-        const LM_V x = V_FMA(vk, vv[e], gated ? V_MUL(va, old) : old);
-        V_STOREU(s + e * LM_W, x);
-        acc[e] = V_FMA(vq, x, acc[e]);
-    }
-}
-
 /* One token for the nv vectors of value columns at S, v, y (nv <= RP). */
 static inline __attribute__((always_inline)) void
 lin_panel(float *S, size_t dk, size_t dv, const float *fk, const float *fq, const float *gc,
@@ -47,12 +35,12 @@ lin_panel(float *S, size_t dk, size_t dv, const float *fk, const float *fq, cons
     }
     size_t c = 0;
     for (; c + 2 <= dk; c += 2) {
-        lin_row(S + c * dv, lin_gate(gc, a, c), fk[c], fq[c], vv, y0, nv, gated);
-        lin_row(S + (c + 1) * dv, lin_gate(gc, a, c + 1), fk[c + 1], fq[c + 1], vv, y1, nv,
-                gated);
+        state_row_update(S + c * dv, lin_gate(gc, a, c), fk[c], fq[c], vv, y0, nv, gated);
+        state_row_update(S + (c + 1) * dv, lin_gate(gc, a, c + 1), fk[c + 1], fq[c + 1], vv,
+                         y1, nv, gated);
     }
     if (c < dk)
-        lin_row(S + c * dv, lin_gate(gc, a, c), fk[c], fq[c], vv, y0, nv, gated);
+        state_row_update(S + c * dv, lin_gate(gc, a, c), fk[c], fq[c], vv, y0, nv, gated);
     _Pragma("GCC unroll 8") for (int e = 0; e < nv; e++)
         V_STOREU(y + e * LM_W, V_ADD(y0[e], y1[e]));
 }
