@@ -32,15 +32,20 @@ static double run_peak(lm_peak_fn fn, int threads, uint64_t iterations, double *
     return elapsed;
 }
 
+/* Extra repetitions, up to this many seconds, while a team runs below 90 % of its thread
+ * count times the one-thread rate (two team members on one core for a while). */
+#define PEAK_RETRY_SECONDS 1.0
+
 /* The best rate of `fn` (operations per second, in units of 10^9) on `threads` threads. */
 static void peak_rate(lm_peak_fn fn, int threads, int reps, double seconds, double *rate)
 {
-    double flops;
+    double flops, single = 0.0;
     uint64_t iterations = 1000;
     /* Calibrate on one thread (a descheduled team member on a busy machine would stop the
      * growth early): grow until one repetition takes about `seconds`. */
     for (;;) {
         double t = run_peak(fn, 1, iterations, &flops);
+        single = t > 0.0 ? flops / t : 0.0;
         if (t >= seconds * 0.5 || iterations > (UINT64_C(1) << 40))
             break;
         iterations *= t > 0.0 ? (uint64_t)fmax(2.0, fmin(64.0, seconds / t)) : 64;
@@ -48,6 +53,15 @@ static void peak_rate(lm_peak_fn fn, int threads, int reps, double seconds, doub
     double best = 0.0;
     run_peak(fn, threads, iterations, &flops); /* warm-up of the whole team, excluded */
     for (int r = 0; r < reps; r++) {
+        double t = run_peak(fn, threads, iterations, &flops);
+        if (t > 0.0 && flops / t > best)
+            best = flops / t;
+    }
+    /* A peak is the best the team reaches: on a VM a fresh team member can share the
+     * master's core for a few repetitions before the scheduler moves it. */
+    const double start = lm_now();
+    while (threads > 1 && best < 0.9 * threads * single &&
+           lm_now() - start < PEAK_RETRY_SECONDS) {
         double t = run_peak(fn, threads, iterations, &flops);
         if (t > 0.0 && flops / t > best)
             best = flops / t;
@@ -171,10 +185,11 @@ static void roofline_usage(FILE *out)
             "Peak float32 FMA rate per ISA path (independent FMA chains in registers) and\n"
             "STREAM-triad bandwidth (three float64 arrays of --size bytes each, default 4 x\n"
             "the last-level cache; best of --reps repetitions, the first excluded; validated),\n"
-            "for each thread count; with the avx512 path on a CPU with AVX512-VNNI also the\n"
-            "int8 dot-product rate (VPDPBUSD chains, GOP/s: 2 per u8 x s8 multiply-add), the\n"
-            "compute roof of the quantized KV decode. Rows go to the results CSV (kernel\n"
-            "peak_fma / peak_dot_i8 / stream_triad).\n"
+            "for each thread count (a team below 90 %% of threads x the 1-thread peak gets extra\n"
+            "repetitions for up to 1 s: a fresh thread can share a core for a while); with the\n"
+            "avx512 path on a CPU with AVX512-VNNI also the int8 dot-product rate (VPDPBUSD\n"
+            "chains, GOP/s: 2 per u8 x s8 multiply-add), the compute roof of the quantized KV\n"
+            "decode. Rows go to the results CSV (kernel peak_fma / peak_dot_i8 / stream_triad).\n"
             "  --threads LIST  e.g. 1,2 or 1..8 (default: 1..cores)\n"
             "  --isa LIST      scalar,avx2,avx512,neon, all, active (default: all)\n"
             "  --size BYTES    per array; k/M suffixes (e.g. 256M)\n"
