@@ -86,14 +86,23 @@ def triad(r):
     return f(r, "gbps") / frac if frac > 0 else None
 
 
-def scaling_text(r1, r2):
+def scaling_text(r1, r2, read1=None, read2=None):
     """1 -> 2 thread speed-up of two memory-bound rows, beside the machine's own: the
-    triad scaling of the same sweep, which bounds it."""
+    triad scaling of the same sweep, and (given) a read-only stream measured in the same
+    minutes (read1, read2: gemv_rowdot rows on 1 and 2 threads). Reading faster than that
+    stream is out of reach, so read2's rate over r1's is the most 2 threads can give."""
     s = f(r1, "median_s") / f(r2, "median_s")
     t1, t2 = triad(r1), triad(r2)
-    if t1 is None or t2 is None:
-        return s, f"{s:.2f}x"
-    return s, f"{s:.2f}x (the sweep's triad: {t1:.1f} -> {t2:.1f} GB/s = {t2 / t1:.2f}x)"
+    text = f"{s:.2f}x"
+    if t1 is not None and t2 is not None:
+        text += f" (the sweep's triad: {t1:.1f} -> {t2:.1f} GB/s = {t2 / t1:.2f}x)"
+    if read1 is not None and read2 is not None and f(r1, "gbps") > 0:
+        g1, g2 = f(read1, "gbps"), f(read2, "gbps")
+        bound = g2 / f(r1, "gbps")
+        text += (f"; a read-only stream of the same minutes (gemv_rowdot, {g1:.1f} -> "
+                 f"{g2:.1f} GB/s = {g2 / g1:.2f}x) bounds it at {g2:.1f} / "
+                 f"{f(r1, 'gbps'):.1f} GB/s = {bound:.2f}x")
+    return s, text
 
 
 def vnni_floor_text(rows, r):
@@ -117,14 +126,21 @@ def attention(rows, t):
         for n in (32768, 131072):
             r = one(rows, "decode", kernel="attn_decode", dtype=dtype, n_ctx=n, threads=2)
             name = f"decode {dtype}, n = {n}, 2 threads: >= 75 % of triad"
+            # the read-only stream: gemv_rowdot over n x 1024 floats, the f16 cache's bytes
+            g1, g2 = (one(rows, "decode", kernel="gemv_rowdot", n_ctx=n, d_inner=1024, threads=k)
+                      for k in (1, 2))
             if r is None:
                 t.add(name, "-", None)
             else:
-                t.add(name, f"{ms(r)}, {f(r, 'gbps'):.1f} GB/s = {100 * f(r, 'roofline_frac'):.0f} %",
-                      f(r, "roofline_frac") >= 0.75)
+                read = ""
+                if g2 is not None and f(g2, "gbps") > 0:
+                    read = (f" (the read-only stream of the same minutes: {f(g2, 'gbps'):.1f} GB/s,"
+                            f" {100 * f(r, 'gbps') / f(g2, 'gbps'):.0f} % of it)")
+                t.add(name, f"{ms(r)}, {f(r, 'gbps'):.1f} GB/s = "
+                      f"{100 * f(r, 'roofline_frac'):.0f} %{read}", f(r, "roofline_frac") >= 0.75)
             r1 = one(rows, "decode", kernel="attn_decode", dtype=dtype, n_ctx=n, threads=1)
             if r is not None and r1 is not None:
-                s, text = scaling_text(r1, r)
+                s, text = scaling_text(r1, r, g1, g2)
                 t.add(f"decode {dtype}, n = {n}: 1 -> 2 threads >= 1.7x", text, s >= 1.7)
     f16 = one(rows, "decode_q", kernel="attn_decode", dtype="f16", n_ctx=131072, threads=2,
               heads=32)

@@ -25,6 +25,18 @@ test_targets_verdicts_follow_the_rows() {
   expect_text out "20 ms = 1.67x, error 0.01 | met |"   # int8: 20 / 12 >= 1.6
   expect_text out "20 ms = 2.00x, error 0.1 | **missed** |" # int4: 2.0 < 2.5
 }
+test_targets_decode_beside_the_read_only_stream() {
+  targets_rows
+  # gemv_rowdot rows of the decode sweep (n x 1024 floats): 30 -> 36 GB/s
+  echo 'cpu,2,abc,gemv_rowdot,f32,32768,0,0,1,1024,0,0.0045,0,30,0.9,0,0,ok' >> "$WORK/t/rows.csv"
+  echo 'cpu,2,abc,gemv_rowdot,f32,32768,0,0,2,1024,0,0.0037,0,36,1.0,0,0,ok' >> "$WORK/t/rows.csv"
+  mv "$WORK/t/rows.csv" "$WORK/t/decode.csv"
+  expect_exit 0 "$PYTHON" scripts/targets.py "$WORK/t"
+  # 40 GB/s decode on 2 threads is 111 % of the stream's 36
+  expect_text out "| 10 ms, 40.0 GB/s = 80 % (the read-only stream of the same minutes: 36.0 GB/s, 111 % of it) | met |"
+  # the most 2 threads can give: the stream's 36 GB/s over the 1-thread decode's 22
+  expect_text out "a read-only stream of the same minutes (gemv_rowdot, 30.0 -> 36.0 GB/s = 1.20x) bounds it at 36.0 / 22.0 GB/s = 1.64x | met |"
+}
 test_targets_quantized_decode_against_the_int8_dot_roof() {
   targets_rows
   # 131072 tokens x 32 heads x 3 x 128 / 64 = 25.2 M VPDPBUSD; 1280 GOP/s / 128 = 10 G/s
