@@ -138,7 +138,7 @@ $(UNIT): $(TEST_OBJ) $(LIB)
 	@$(CC) $(CFLAGS_ALL) $(LDFLAGS) $^ -o $@ $(LDLIBS) -lcriterion
 
 # ---- the README's two commands -------------------------------------------------
-RUN_SWEEP_ARGS ?= --kernel all --threads auto --dtype f32,f16,bf16,int8,int4,kivi4,kivi2 --reps 5
+RUN_SWEEP_ARGS ?= --kernel all --threads auto --dtype f32,f16,bf16,int8,int4,kivi4,kivi2,kivi4g64,kivi2g64 --reps 5
 RUN_CHUNK_ARGS ?= --kernel attn_prefill_window,affine_scan,linear_chunked --ctx 2048 --chunk 16..512 --threads auto --reps 3
 RUN_CROSSOVER_ARGS ?= --threads auto
 run: $(BIN) ## Install, build, verify every contract, measure (~5 min on 2 cores), report

@@ -322,8 +322,8 @@ static const lm_bench_case attn_prefill_window = {
 };
 
 /* ---- decode over a quantized KV cache (kernels/kvquant) -------------------------------
- * dtype names the format (int8, int4, kivi4, kivi2); the newest LM_KVQ_KIVI_GROUP tokens
- * stay float32 as the cache keeps them. err_max is measured against attention over the
+ * dtype names the format (int8, int4, kivi4, kivi2, kivi4g64, kivi2g64); the newest
+ * lm_kvq_group(format) tokens stay float32 as the cache keeps them. err_max is measured against attention over the
  * ORIGINAL float32 K/V: it is the quantization error, what the kv-bits sweep plots. */
 
 typedef struct kvq_state {
@@ -359,7 +359,8 @@ static lm_status kvq_setup(const lm_bench_config *c, void **state, lm_error *err
         return lm_fail(err, LM_ERR_NOMEM, "out of memory");
     size_t h = (size_t)c->heads, g = (size_t)c->kv_heads, d = (size_t)c->head_dim;
     size_t n = (size_t)c->n_ctx;
-    size_t capacity = (n + LM_KVQ_KIVI_GROUP - 1) / LM_KVQ_KIVI_GROUP * LM_KVQ_KIVI_GROUP;
+    const size_t kg = lm_kvq_group(format);
+    size_t capacity = (n + kg - 1) / kg * kg;
     s->heads = h;
     s->n = n;
     s->bits = lm_kvq_bits(format);
@@ -417,18 +418,23 @@ static void kvq_cost(const lm_bench_config *c, double *flops, double *bytes)
 {
     double h = (double)c->heads, g = (double)c->kv_heads, d = (double)c->head_dim;
     double n = (double)c->n_ctx;
-    int bits = (int)strtol(c->dtype + strcspn(c->dtype, "0123456789"), NULL, 10);
+    lm_kvq_format format = LM_KVQ_INT8;
+    (void)lm_kvq_format_parse(c->dtype, &format, NULL);
+    const double bits = (double)lm_kvq_bits(format), kg = (double)lm_kvq_group(format);
     *flops = 4.0 * h * n * d;
-    /* codes plus one (s, lo) pair of floats per token and tensor (KIVI keys: per channel
-     * per group of 32 tokens, about the same) */
-    *bytes = 2.0 * g * n * (d * (double)bits / 8.0 + 8.0) + 2.0 * h * d * 4.0;
+    /* key and value codes, one (s, lo) pair of floats per value vector, and per key vector
+     * (INT) or per channel and key group (KIVI: 8 d / group bytes per token), as
+     * lm_kvq_bytes_per_token counts them; plus q and o */
+    const double key_params = lm_kvq_is_kivi(format) ? 8.0 * d / kg : 8.0;
+    *bytes = g * n * (2.0 * d * bits / 8.0 + key_params + 8.0) + 2.0 * h * d * 4.0;
 }
 
 static const lm_bench_case attn_decode_q = {
     .name = "attn_decode_q",
-    .summary = "decode over a quantized KV cache (int8, int4, kivi4, kivi2), codes read directly",
+    .summary = "decode over a quantized KV cache (int8, int4, kivi4, kivi2; kivi4g64 and "
+               "kivi2g64: key groups of 64 tokens), codes read directly",
     .role = "decode_attention_quantized",
-    .dtypes = "int8,int4,kivi4,kivi2",
+    .dtypes = "int8,int4,kivi4,kivi2,kivi4g64,kivi2g64",
     .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_HEADS,
     .defaults = {.dtype = "int8", .bits = 8, .n_ctx = 4096, .heads = 32, .kv_heads = 8,
                  .head_dim = 128, .batch = 1},

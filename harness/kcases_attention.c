@@ -220,8 +220,8 @@ static lm_status run_window(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_
 /* kvquant_decode: one decode step over a quantized cache, reading the codes.
  * Recipe: k = rng.standard_normal((n, kv_heads, head_dim)), then v likewise, then
  * q = rng.standard_normal((heads, head_dim)); all rounded to float32; the n tokens are
- * appended in order (quantize on append, options.format int8 | int4 | kivi4 | kivi2,
- * options.recent float32 tokens kept), then q decodes. Output o {heads, head_dim}. dtype f64
+ * appended in order (quantize on append, options.format int8 | int4 | kivi4 | kivi2 |
+ * kivi4g64 | kivi2g64, options.recent float32 tokens kept), then q decodes. Output o {heads, head_dim}. dtype f64
  * runs the float64 oracle lm_kvq_decode_f64_ref (the decode's int8 query on the codes). */
 static lm_status run_kvquant(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
                              lm_error *err)
@@ -243,8 +243,8 @@ static lm_status run_kvquant(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm
         return status;
     lm_kvq_format format;
     if (lm_kvq_format_parse(format_name, &format, NULL) != LM_OK || recent < 0)
-        return lm_fail(err, LM_ERR_SCHEMA, "case %s: options.format must be int8, int4, kivi4 "
-                       "or kivi2 and recent >= 0", kcase->id);
+        return lm_fail(err, LM_ERR_SCHEMA, "case %s: options.format must be int8, int4, kivi4, "
+                       "kivi2, kivi4g64 or kivi2g64 and recent >= 0", kcase->id);
     if (n > ((size_t)1 << 22) / (kv_heads * d))
         return lm_fail(err, LM_ERR_SCHEMA, "case %s: n * kv_heads * head_dim <= 2^22", kcase->id);
     const size_t nk = n * kv_heads * d, nq = heads * d;
@@ -259,7 +259,8 @@ static lm_status run_kvquant(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm
     if (qf == NULL || kf == NULL || vf == NULL || of == NULL)
         return lm_fail(err, LM_ERR_NOMEM, "case %s: no memory for float32 copies", kcase->id);
     lm_kvq_cache cache;
-    const size_t capacity = (n + LM_KVQ_KIVI_GROUP - 1) / LM_KVQ_KIVI_GROUP * LM_KVQ_KIVI_GROUP;
+    const size_t kg = lm_kvq_group(format);
+    const size_t capacity = (n + kg - 1) / kg * kg;
     if ((status = lm_kvq_cache_init(&cache, format, kv_heads, d, capacity, (size_t)recent,
                                     err)) != LM_OK)
         return status;
@@ -345,7 +346,8 @@ static const lm_kernel_entry entries[] = {
     {"window_decode", run_window,
      "token-by-token decode through a rolling buffer of w slots, o {n, heads, d}"},
     {"kvquant_decode", run_kvquant,
-     "one decode step over a quantized KV cache (int8, int4, kivi4, kivi2), o {heads, d}"},
+     "one decode step over a quantized KV cache (int8, int4, kivi4, kivi2, kivi4g64, "
+     "kivi2g64), o {heads, d}"},
     {"latent_mla", run_mla,
      "DeepSeek-V2 latent attention (absorbed or expanded, decode or prefill), o {n_q, heads, v}"},
 };

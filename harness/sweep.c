@@ -190,7 +190,7 @@ static int apply_preset(sweep_options *o, char kernels[][32], size_t *kernel_cou
         /* every KV storage: float (32/16 bits) and quantized codes (8/4/2 bits) */
         role_a = "decode_attention", role_b = "decode_attention_quantized";
         if (!o->dtype_text)
-            o->dtype_text = "f32,f16,bf16,int8,int4,kivi4,kivi2";
+            o->dtype_text = "f32,f16,bf16,int8,int4,kivi4,kivi2,kivi4g64,kivi2g64";
         if (!o->ctx_text)
             o->ctx_text = "4096";
     } else if (strcmp(o->preset, "smoke") == 0) {
@@ -349,14 +349,12 @@ static int plan_add(sweep_plan *p, const lm_bench_case *c, const lm_bench_config
     return 0;
 }
 
-/* Bits per stored value of a dtype name: its trailing number (f32 32, bf16 16, int4 4,
- * kivi2 2), else `fallback`. */
+/* Bits per stored value of a dtype name: its first number (f32 32, bf16 16, int4 4,
+ * kivi2 2, kivi2g64 2), else `fallback`. */
 static int dtype_bits(const char *dtype, int fallback)
 {
-    size_t len = strlen(dtype), start = len;
-    while (start > 0 && dtype[start - 1] >= '0' && dtype[start - 1] <= '9')
-        start--;
-    return start < len ? atoi(dtype + start) : fallback;
+    const size_t start = strcspn(dtype, "0123456789");
+    return dtype[start] != '\0' ? atoi(dtype + start) : fallback;
 }
 
 static int build_plan(const sweep_options *o, const sweep_grid *g, sweep_plan *p)

@@ -41,7 +41,8 @@ GQA="--heads 32 --kv-heads 8 --head-dim 128"
 # (gemv_rowdot over n x 1024 floats), the bandwidth a read-only kernel can reach
 sweep decode --kernel attn_decode,gemv_rowdot --dtype f32,f16 --ctx 32768,131072 --d-inner 1024 \
     --threads 1,2 --reps 9 $GQA
-sweep decode_q --kernel attn_decode,attn_decode_q --dtype f16,int8,int4,kivi4,kivi2 \
+sweep decode_q --kernel attn_decode,attn_decode_q \
+    --dtype f16,int8,int4,kivi4,kivi2,kivi4g64,kivi2g64 \
     --ctx 131072 --threads 2 --reps 9 $GQA
 sweep prefill --kernel attn_prefill --ctx 4096 --threads 1,2 --reps 3 $GQA
 sweep window --kernel attn_prefill_window --ctx 16384 --chunk 1024 --threads 2 --reps 3 $GQA

@@ -13,7 +13,8 @@
 #define ATOL 2e-5
 #define RTOL 2e-5
 
-static const char *const format_names[LM_KVQ_FORMAT_COUNT] = {"int8", "int4", "kivi4", "kivi2"};
+static const char *const format_names[LM_KVQ_FORMAT_COUNT] = {"int8",  "int4",     "kivi4",
+                                                               "kivi2", "kivi4g64", "kivi2g64"};
 
 typedef struct filled {
     lm_kvq_cache cache;
@@ -25,7 +26,7 @@ static filled fill_cache(lm_kvq_format format, size_t n, size_t kv_heads, size_t
 {
     filled f;
     lm_error err;
-    size_t capacity = (n + 31) / 32 * 32;
+    size_t capacity = (n + 63) / 64 * 64; /* a multiple of every format's group */
     cr_assert_eq(lm_kvq_cache_init(&f.cache, format, kv_heads, d, capacity, recent, &err), LM_OK,
                  "%s", err.message);
     f.k = malloc(n * kv_heads * d * sizeof *f.k);
@@ -77,9 +78,11 @@ Test(kvquant, codes_match_the_lesson_quantizers)
                     cr_assert_eq(lm_kvquant_dequantize_rows_f64_ref(codes, scales, nq, d, want, NULL), LM_OK);
                 } else if (which == 1) { /* KIVI values: per token */
                     cr_assert_eq(lm_kvquant_kivi_f64_ref(x, nq, d, bits, LM_KIVI_PER_TOKEN, want, NULL), LM_OK);
-                } else { /* KIVI keys: per channel, one group of 32 tokens at a time */
-                    for (size_t t0 = 0; t0 < nq; t0 += LM_KVQ_KIVI_GROUP)
-                        cr_assert_eq(lm_kvquant_kivi_f64_ref(x + t0 * d, LM_KVQ_KIVI_GROUP, d, bits,
+                } else { /* KIVI keys: per channel, one group of 32 or 64 tokens at a time */
+                    const size_t kg = lm_kvq_group((lm_kvq_format)fmt);
+                    cr_assert_eq(f.cache.group, kg);
+                    for (size_t t0 = 0; t0 < nq; t0 += kg)
+                        cr_assert_eq(lm_kvquant_kivi_f64_ref(x + t0 * d, kg, d, bits,
                                                              LM_KIVI_PER_CHANNEL, want + t0 * d, NULL),
                                      LM_OK);
                 }
@@ -199,7 +202,7 @@ Test(kvquant, decode_on_codes_matches_the_code_oracle_on_every_path)
 Test(kvquant, output_error_against_the_float_cache_is_reported)
 {
     enum { n = 512, heads = 8, kv_heads = 2, d = 128 };
-    const double ceiling[LM_KVQ_FORMAT_COUNT] = {0.02, 0.3, 0.3, 0.8};
+    const double ceiling[LM_KVQ_FORMAT_COUNT] = {0.02, 0.3, 0.3, 0.8, 0.3, 0.8};
     for (int fmt = 0; fmt < LM_KVQ_FORMAT_COUNT; fmt++) {
         filled f = fill_cache((lm_kvq_format)fmt, n, kv_heads, d, 0, 4242);
         float *q = malloc(heads * d * sizeof *q), *o = malloc(heads * d * sizeof *o);
@@ -244,6 +247,8 @@ Test(kvquant, bad_input_gets_a_status)
     cr_assert_eq(lm_kvq_cache_init(&c, LM_KVQ_INT8, 1, 6, 32, 0, &err), LM_ERR_SHAPE);
     cr_assert(strstr(err.message, "head_dim") != NULL, "%s", err.message);
     cr_assert_eq(lm_kvq_cache_init(&c, LM_KVQ_KIVI2, 1, 16, 40, 0, &err), LM_ERR_SHAPE);
+    cr_assert_eq(lm_kvq_cache_init(&c, LM_KVQ_KIVI2_G64, 1, 16, 96, 0, &err), LM_ERR_SHAPE);
+    cr_assert(strstr(err.message, "(64)") != NULL, "%s", err.message);
     cr_assert_eq(lm_kvq_cache_init(&c, LM_KVQ_INT4, 1, 16, 2, 0, &err), LM_OK);
     float q[48] = {0}, o[48], k[16] = {0};
     cr_assert_eq(lm_kvq_decode(&c, q, 1, o, NULL, &err), LM_ERR_SHAPE, "n = 0");
@@ -260,5 +265,30 @@ Test(kvquant, bad_input_gets_a_status)
     lm_kvq_format fmt;
     cr_assert_eq(lm_kvq_format_parse("kivi2", &fmt, &err), LM_OK);
     cr_assert_eq(fmt, LM_KVQ_KIVI2);
+    cr_assert_eq(lm_kvq_format_parse("kivi4g64", &fmt, &err), LM_OK);
+    cr_assert_eq(fmt, LM_KVQ_KIVI4_G64);
     cr_assert_eq(lm_kvq_format_parse("int3", &fmt, &err), LM_ERR_ARG);
+    cr_assert(strstr(err.message, "kivi2g64") != NULL, "%s", err.message);
+}
+
+/* Key groups of 64 tokens keep half the per-channel key parameters: per token and KV head
+ * at d = 128, 2-bit codes 2 x 32 bytes, value (s, lo) 8 bytes, key (s, lo) per channel
+ * 8 x 128 / group bytes: 104 bytes with groups of 32, 88 with 64. */
+Test(kvquant, key_groups_of_64_halve_the_key_parameters)
+{
+    const struct {
+        lm_kvq_format format;
+        size_t group;
+        double bytes;
+    } want[] = {{LM_KVQ_INT8, 1, 2 * 128 + 16}, {LM_KVQ_KIVI4, 32, 128 + 40},
+                {LM_KVQ_KIVI2, 32, 104}, {LM_KVQ_KIVI4_G64, 64, 128 + 24},
+                {LM_KVQ_KIVI2_G64, 64, 88}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        lm_kvq_cache c;
+        cr_assert_eq(lm_kvq_cache_init(&c, want[i].format, 1, 128, 128, 0, NULL), LM_OK);
+        cr_assert_eq(lm_kvq_group(want[i].format), want[i].group);
+        cr_assert_eq(c.group, want[i].group);
+        cr_assert_float_eq(lm_kvq_bytes_per_token(&c), want[i].bytes, 1e-12);
+        lm_kvq_cache_free(&c);
+    }
 }

@@ -39,8 +39,9 @@
 
 #define KV_INLINE static inline __attribute__((always_inline))
 enum { KV_PF_BYTES = 32768 }; /* software prefetch distance per code stream */
-enum { KB = LM_ATTN_DECODE_BLOCK, KT = LM_KVQ_TILE, KG = LM_KVQ_KIVI_GROUP, QH = 4 };
-_Static_assert(KB == 4 * KT && KB == 2 * KG, "a block is 4 key tiles and 2 KIVI groups");
+enum { KB = LM_ATTN_DECODE_BLOCK, KT = LM_KVQ_TILE, QH = 4 };
+_Static_assert(KB == 4 * KT && KB == 2 * LM_KVQ_KIVI_GROUP && KB == LM_KVQ_KIVI_GROUP_MAX,
+               "a block is 4 key tiles and 2 KIVI groups of 32 tokens or 1 of 64");
 
 /* acc + VPDPBUSD(u unsigned bytes, v signed bytes), updated in place. Written as asm
  * because gcc 12 copies the accumulator to a fresh register around every
@@ -417,13 +418,14 @@ KV_INLINE void kv_prefetch_params(const lm_kvq_view *view, size_t b, int per_cha
         else
             __builtin_prefetch(view->k_scale + b + off);
     }
-    if (per_channel)
-        for (size_t off = 0; off < 2 * view->head_dim * (KB / KG); off += 16)
-            __builtin_prefetch(view->k_params + b / KG * 2 * view->head_dim + off);
+    for (size_t off = 0; per_channel && off < 2 * view->head_dim * (KB / (size_t)per_channel);
+         off += 16) /* per_channel: the key group */
+        __builtin_prefetch(view->k_params + b / (size_t)per_channel * 2 * view->head_dim + off);
 }
 
 /* Decode partial of gn query heads q {gn, d} over quantized tokens [j0, j1) (j0 a multiple
- * of KB): m, l {gn}, accs {gn, d} as the float decode. */
+ * of KB): m, l {gn}, accs {gn, d} as the float decode. per_channel: 0, or the KIVI key
+ * group (32 tokens: two groups per block; 64: one, its query quantized once per block). */
 KV_INLINE void kv_pass(const lm_kvq_view *view, size_t d, size_t j0, size_t j1, const float *q,
                        int gn, float scale, float *m, float *l, float *accs, float *ws, int bits,
                        int per_channel)
@@ -460,20 +462,27 @@ KV_INLINE void kv_pass(const lm_kvq_view *view, size_t d, size_t j0, size_t j1, 
             kv_prefetch_params(view, b0 + ahead * KB, per_channel);
         const uint8_t *ktile = view->k_codes + b0 * rows * 4; /* b0 / 16 tiles */
         if (per_channel) { /* per key group: q * s^k quantized, scores s_q dot + q . lo */
-            for (size_t h = 0; h * KG < cnt; h++) {
-                const float *kp = view->k_params + (b0 / KG + h) * 2 * d; /* {2, d} */
+            const size_t kg = (size_t)per_channel; /* 32 or 64 tokens: 2 or 4 key tiles */
+            const int gt = kg == KB ? 4 : 2;
+            for (size_t h = 0; h * kg < cnt; h++) {
+                const float *kp = view->k_params + (b0 / kg + h) * 2 * d; /* {2, d} */
                 if (gn == QH)
                     kv_group_query4(q, kp, d, padded, qb, sq, qlo);
                 else
                     for (int b = 0; b < gn; b++)
                         sq[b] = kv_group_query(q + (size_t)b * d, kp, d, qf,
                                                qb + (size_t)b * padded, &qlo[b]);
-                kv_dots(ktile + h * KG * rows * 4, rows, bits, qb, padded, gn, 2, s, h * KG, pf);
+                if (gt == 4)
+                    kv_dots(ktile, rows, bits, qb, padded, gn, 4, s, 0, pf);
+                else
+                    kv_dots(ktile + h * kg * rows * 4, rows, bits, qb, padded, gn, 2, s, h * kg,
+                            pf);
                 _Pragma("GCC unroll 4") for (int b = 0; b < gn; b++) {
                     const __m512 vq = _mm512_set1_ps(sq[b]), vl = _mm512_set1_ps(qlo[b]);
-                    float *sb = s + (size_t)b * KB + h * KG;
-                    _mm512_storeu_ps(sb, _mm512_fmadd_ps(vq, _mm512_loadu_ps(sb), vl));
-                    _mm512_storeu_ps(sb + KT, _mm512_fmadd_ps(vq, _mm512_loadu_ps(sb + KT), vl));
+                    float *sb = s + (size_t)b * KB + h * kg;
+                    for (int i = 0; i < gt; i++)
+                        _mm512_storeu_ps(sb + i * KT,
+                                         _mm512_fmadd_ps(vq, _mm512_loadu_ps(sb + i * KT), vl));
                 }
             }
         } else {
@@ -542,9 +551,9 @@ KV_INLINE void kv_heads(const lm_kvq_view *view, size_t d, size_t j0, size_t j1,
 }
 
 /* head_dim 128 (the geometry of the benchmarks) gets its own copy with d fixed */
-KV_INLINE void kv_run(const lm_kvq_view *view, size_t j0, size_t j1, const float *q,
-                      size_t group, float scale, float *m, float *l, float *acc, float *ws,
-                      int bits, int per_channel)
+KV_INLINE void kv_run_d(const lm_kvq_view *view, size_t j0, size_t j1, const float *q,
+                        size_t group, float scale, float *m, float *l, float *acc, float *ws,
+                        int bits, int per_channel)
 {
     if (view->head_dim == 128)
         kv_heads(view, 128, j0, j1, q, group, scale, m, l, acc, ws, bits, per_channel);
@@ -552,7 +561,36 @@ KV_INLINE void kv_run(const lm_kvq_view *view, size_t j0, size_t j1, const float
         kv_heads(view, view->head_dim, j0, j1, q, group, scale, m, l, acc, ws, bits, per_channel);
 }
 
+/* One function per format and key group, so that each copy of the kernel is compiled on
+ * its own (one function holding all six was 12 % slower in cache, the INT4 copy included).
+ * Their per_channel is 0 (INT formats) or the KIVI key group, 32 or 64 tokens. */
+#define KV_FORMAT_FN(name, bits, per_channel)                                                  \
+    static __attribute__((noinline)) void name(const lm_kvq_view *view, size_t j0, size_t j1, \
+                                               const float *q, size_t group, float scale,     \
+                                               float *m, float *l, float *acc, float *ws)     \
+    {                                                                                          \
+        kv_run_d(view, j0, j1, q, group, scale, m, l, acc, ws, bits, per_channel);             \
+    }
+KV_FORMAT_FN(kv_int8, 8, 0)
+KV_FORMAT_FN(kv_int4, 4, 0)
+KV_FORMAT_FN(kv_kivi4, 4, KB / 2)
+KV_FORMAT_FN(kv_kivi2, 2, KB / 2)
+KV_FORMAT_FN(kv_kivi4_g64, 4, KB)
+KV_FORMAT_FN(kv_kivi2_g64, 2, KB)
+
 LM_KVQ_DECODE_DECLARE(avx512vnni)
 {
-    LM_KVQ_FOR_FORMAT(view->format, kv_run, view, j0, j1, q, group, scale, m, l, acc, workspace)
+    switch (view->format) {
+    case LM_KVQ_INT8: kv_int8(view, j0, j1, q, group, scale, m, l, acc, workspace); break;
+    case LM_KVQ_INT4: kv_int4(view, j0, j1, q, group, scale, m, l, acc, workspace); break;
+    case LM_KVQ_KIVI4: kv_kivi4(view, j0, j1, q, group, scale, m, l, acc, workspace); break;
+    case LM_KVQ_KIVI2: kv_kivi2(view, j0, j1, q, group, scale, m, l, acc, workspace); break;
+    case LM_KVQ_KIVI4_G64:
+        kv_kivi4_g64(view, j0, j1, q, group, scale, m, l, acc, workspace);
+        break;
+    case LM_KVQ_KIVI2_G64:
+        kv_kivi2_g64(view, j0, j1, q, group, scale, m, l, acc, workspace);
+        break;
+    default: break;
+    }
 }

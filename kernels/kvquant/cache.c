@@ -14,21 +14,38 @@ int lm_kvq_bits(lm_kvq_format format)
     switch (format) {
     case LM_KVQ_INT8: return 8;
     case LM_KVQ_INT4:
-    case LM_KVQ_KIVI4: return 4;
-    case LM_KVQ_KIVI2: return 2;
+    case LM_KVQ_KIVI4:
+    case LM_KVQ_KIVI4_G64: return 4;
+    case LM_KVQ_KIVI2:
+    case LM_KVQ_KIVI2_G64: return 2;
     default: return 0;
     }
 }
 
+bool lm_kvq_is_kivi(lm_kvq_format format)
+{
+    return format == LM_KVQ_KIVI4 || format == LM_KVQ_KIVI2 || format == LM_KVQ_KIVI4_G64 ||
+           format == LM_KVQ_KIVI2_G64;
+}
+
+size_t lm_kvq_group(lm_kvq_format format)
+{
+    if (format == LM_KVQ_KIVI4_G64 || format == LM_KVQ_KIVI2_G64)
+        return 64;
+    return lm_kvq_is_kivi(format) ? LM_KVQ_KIVI_GROUP : 1;
+}
+
 lm_status lm_kvq_format_parse(const char *name, lm_kvq_format *format, lm_error *err)
 {
-    static const char *const names[LM_KVQ_FORMAT_COUNT] = {"int8", "int4", "kivi4", "kivi2"};
+    static const char *const names[LM_KVQ_FORMAT_COUNT] = {"int8",  "int4",     "kivi4",
+                                                           "kivi2", "kivi4g64", "kivi2g64"};
     for (int f = 0; f < LM_KVQ_FORMAT_COUNT; f++)
         if (name != NULL && strcmp(name, names[f]) == 0) {
             *format = (lm_kvq_format)f;
             return LM_OK;
         }
-    return lm_fail(err, LM_ERR_ARG, "format '%s' must be int8, int4, kivi4 or kivi2",
+    return lm_fail(err, LM_ERR_ARG, "format '%s' must be int8, int4, kivi4, kivi2, kivi4g64 or "
+                   "kivi2g64",
                    name ? name : "(null)");
 }
 
@@ -42,7 +59,7 @@ size_t lm_kvq_decode_workspace_floats(size_t group, size_t head_dim)
            group * LM_ATTN_DECODE_BLOCK / 2;
 }
 
-static bool is_kivi(lm_kvq_format f) { return f == LM_KVQ_KIVI4 || f == LM_KVQ_KIVI2; }
+static bool is_kivi(lm_kvq_format f) { return lm_kvq_is_kivi(f); }
 
 void lm_kvq_cache_free(lm_kvq_cache *cache)
 {
@@ -64,16 +81,17 @@ lm_status lm_kvq_cache_init(lm_kvq_cache *cache, lm_kvq_format format, size_t kv
         return lm_fail(err, LM_ERR_ARG, "cache must not be NULL");
     memset(cache, 0, sizeof *cache);
     if ((unsigned)format >= LM_KVQ_FORMAT_COUNT)
-        return lm_fail(err, LM_ERR_ARG, "format must be int8, int4, kivi4 or kivi2");
+        return lm_fail(err, LM_ERR_ARG, "format must be int8, int4, kivi4, kivi2, kivi4g64 or "
+                       "kivi2g64");
     if (kv_heads == 0 || head_dim == 0 || capacity == 0)
         return lm_fail(err, LM_ERR_SHAPE, "kv_heads, head_dim and capacity must be positive");
     if (head_dim % 4 != 0)
         return lm_fail(err, LM_ERR_SHAPE, "head_dim (%zu) must be a multiple of 4 (whole code "
                        "bytes)", head_dim);
-    const size_t group = is_kivi(format) ? LM_KVQ_KIVI_GROUP : 1;
+    const size_t group = lm_kvq_group(format);
     if (capacity % group != 0)
         return lm_fail(err, LM_ERR_SHAPE, "capacity (%zu) must be a multiple of the KIVI group "
-                       "(%d)", capacity, LM_KVQ_KIVI_GROUP);
+                       "(%zu)", capacity, group);
     cache->format = format;
     cache->kv_heads = kv_heads;
     cache->head_dim = head_dim;
@@ -406,6 +424,7 @@ lm_status lm_kvq_decode(const lm_kvq_cache *cache, const float *q, size_t heads,
             const lm_kvq_view view = {.format = cache->format,
                                       .head_dim = d,
                                       .key_rows = cache->key_rows,
+                                      .group = cache->group,
                                       .k_codes = cache->k_codes + t->g * cache->stride,
                                       .v_codes = cache->v_codes + t->g * cache->stride,
                                       .k_params = kp,

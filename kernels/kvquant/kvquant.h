@@ -56,11 +56,14 @@ lm_status lm_kvquant_kivi_cache_error(int bits, size_t n, size_t d, uint64_t see
  *   INT8, INT4   per token symmetric (one scale per vector): s = max|x| / qmax,
  *                code = round_half_even(x / s) in [-qmax, qmax], u = code + 2^(b-1),
  *                lo = -2^(b-1) s, so u s + lo = code s (lm_kvquant_quantize_rows_f64_ref).
- *   KIVI4, KIVI2 keys per channel over groups of LM_KVQ_KIVI_GROUP tokens, values per token,
- *                asymmetric (lm_kvquant_kivi_f64_ref): s = (max - min) / (2^b - 1), lo = min.
+ *   KIVI4, KIVI2 keys per channel over groups of LM_KVQ_KIVI_GROUP = 32 tokens (KIVI's
+ *                setting), values per token, asymmetric (lm_kvquant_kivi_f64_ref):
+ *                s = (max - min) / (2^b - 1), lo = min.
+ *   KIVI4_G64, KIVI2_G64  the same with key groups of 64 tokens (one per decode block):
+ *                half the key parameters and query quantizations, a wider range per group.
  * The newest tokens stay float32 in a ring of `recent + group` rows; a group is quantized
- * when it leaves the recent window (group = 1 token for INT8/INT4, LM_KVQ_KIVI_GROUP for
- * KIVI).
+ * when it leaves the recent window (group = lm_kvq_group: 1 token for INT8/INT4, 32 or 64
+ * for KIVI).
  *
  * Code layout (little-endian 32-bit words, "dwords"; E = 32 / bits codes per dword, element
  * m of a dword at bit 8 (m mod 4) + bits (m div 4), so the low `bits` of byte i hold elements
@@ -86,15 +89,22 @@ typedef enum lm_kvq_format {
     LM_KVQ_INT4,
     LM_KVQ_KIVI4,
     LM_KVQ_KIVI2,
+    LM_KVQ_KIVI4_G64,
+    LM_KVQ_KIVI2_G64,
     LM_KVQ_FORMAT_COUNT
 } lm_kvq_format;
 
 #define LM_KVQ_KIVI_GROUP 32
+#define LM_KVQ_KIVI_GROUP_MAX 64 /* a capacity that is a multiple of it suits every format */
 #define LM_KVQ_TILE 16
 
-/* Bits per code of a format (8, 4, 4, 2). */
+/* Bits per code of a format (8, 4, 4, 2, 4, 2). */
 int lm_kvq_bits(lm_kvq_format format);
-/* "int8" | "int4" | "kivi4" | "kivi2"; LM_ERR_ARG otherwise. */
+/* Whether keys are per channel (the KIVI formats). */
+bool lm_kvq_is_kivi(lm_kvq_format format);
+/* Tokens quantized together: 1 (INT8, INT4), 32 (KIVI4, KIVI2), 64 (the _G64 formats). */
+size_t lm_kvq_group(lm_kvq_format format);
+/* "int8" | "int4" | "kivi4" | "kivi2" | "kivi4g64" | "kivi2g64"; LM_ERR_ARG otherwise. */
 lm_status lm_kvq_format_parse(const char *name, lm_kvq_format *format, lm_error *err);
 
 /* Where the code of key (token t, dim c) / value (token t, dim c) of one KV head sits:
@@ -118,6 +128,7 @@ static inline unsigned lm_kvq_value_slot(size_t t, size_t c, size_t d, int bits,
 typedef struct lm_kvq_view {
     lm_kvq_format format;
     size_t head_dim, key_rows;  /* key_rows = ceil(head_dim / (32 / bits)) */
+    size_t group;               /* lm_kvq_group(format): tokens per key group (KIVI) */
     const uint8_t *k_codes;     /* key tiles {ceil(count / 16), key_rows, 16} dwords */
     const uint8_t *v_codes;     /* value groups {ceil(count / E), head_dim} dwords */
     const float *k_params;      /* KIVI: {count / group, 2, head_dim} (s then lo per channel) */
@@ -140,8 +151,10 @@ size_t lm_kvq_decode_workspace_floats(size_t group, size_t head_dim);
     switch (format) {                                                                          \
     case LM_KVQ_INT8: body(__VA_ARGS__, 8, 0); break;                                          \
     case LM_KVQ_INT4: body(__VA_ARGS__, 4, 0); break;                                          \
-    case LM_KVQ_KIVI4: body(__VA_ARGS__, 4, 1); break;                                         \
-    case LM_KVQ_KIVI2: body(__VA_ARGS__, 2, 1); break;                                         \
+    case LM_KVQ_KIVI4:                                                                         \
+    case LM_KVQ_KIVI4_G64: body(__VA_ARGS__, 4, 1); break;                                     \
+    case LM_KVQ_KIVI2:                                                                         \
+    case LM_KVQ_KIVI2_G64: body(__VA_ARGS__, 2, 1); break;                                     \
     default: break;                                                                            \
     }
 LM_KVQ_DECODE_DECLARE(scalar);
@@ -167,7 +180,7 @@ typedef struct lm_kvq_cache {
     float *k_recent, *v_recent; /* {kv_heads, recent + group, head_dim}: ring, slot t mod size */
 } lm_kvq_cache;
 
-/* An empty cache for up to `capacity` tokens (a multiple of LM_KVQ_KIVI_GROUP for KIVI),
+/* An empty cache for up to `capacity` tokens (a multiple of lm_kvq_group(format)),
  * keeping the newest `recent` tokens in float32. LM_ERR_ARG for an unknown format,
  * LM_ERR_SHAPE for a zero size, head_dim not a multiple of 4, or a KIVI capacity not a
  * multiple of the group; LM_ERR_NOMEM. Free with lm_kvq_cache_free. */

@@ -41,9 +41,9 @@
 #define LM_UNROLL _Pragma("GCC unroll 16")
 #endif
 
-enum { KQ_BLOCK = LM_ATTN_DECODE_BLOCK, KQ_GROUP = LM_KVQ_KIVI_GROUP, KQ_TILE = LM_KVQ_TILE };
-_Static_assert(KQ_BLOCK % KQ_GROUP == 0 && KQ_GROUP % KQ_TILE == 0,
-               "blocks hold whole KIVI groups, groups whole key tiles");
+enum { KQ_BLOCK = LM_ATTN_DECODE_BLOCK, KQ_TILE = LM_KVQ_TILE };
+_Static_assert(KQ_BLOCK % LM_KVQ_KIVI_GROUP_MAX == 0 && LM_KVQ_KIVI_GROUP % KQ_TILE == 0,
+               "blocks hold whole KIVI groups (32 or 64 tokens), groups whole key tiles");
 _Static_assert(KQ_TILE % VW == 0, "a key tile is whole vectors of tokens");
 _Static_assert(64 % KQ_BLOCK == 0, "per-token parameters are padded to 64 tokens (cache.c)");
 
@@ -216,8 +216,8 @@ KQ_INLINE void kq_prefetch_block(const lm_kvq_view *view, size_t b, size_t bytes
             __builtin_prefetch(view->k_scale + b + off);
     }
     if (per_channel)
-        for (size_t off = 0; off < 2 * view->head_dim * (KQ_BLOCK / KQ_GROUP); off += 16)
-            __builtin_prefetch(view->k_params + b / KQ_GROUP * 2 * view->head_dim + off);
+        for (size_t off = 0; off < 2 * view->head_dim * (KQ_BLOCK / view->group); off += 16)
+            __builtin_prefetch(view->k_params + b / view->group * 2 * view->head_dim + off);
 }
 
 KQ_INLINE void kq_body(const lm_kvq_view *view, size_t j0, size_t j1, const float *q,
@@ -251,8 +251,9 @@ KQ_INLINE void kq_body(const lm_kvq_view *view, size_t j0, size_t j1, const floa
         if (KQ_PREFETCH_BYTES > 0 && b0 + ahead * KQ_BLOCK < j1) /* both streams in flight */
             kq_prefetch_block(view, b0 + ahead * KQ_BLOCK, block_bytes, per_channel);
         if (per_channel) { /* one key group at a time: q * s^k quantized, q . lo^k */
-            for (size_t t0 = 0; t0 < cnt; t0 += KQ_GROUP) {
-                const float *kp = view->k_params + (b0 + t0) / KQ_GROUP * 2 * d; /* {2, d} */
+            const size_t kg = view->group; /* 32 or 64 tokens */
+            for (size_t t0 = 0; t0 < cnt; t0 += kg) {
+                const float *kp = view->k_params + (b0 + t0) / kg * 2 * d; /* {2, d} */
                 for (size_t g = 0; g < group; g++) {
                     vf lo_dot = V_ZERO();
                     float *x = qf + g * padded; /* q * s^k in place, then quantized */
@@ -264,7 +265,7 @@ KQ_INLINE void kq_body(const lm_kvq_view *view, size_t j0, size_t j1, const floa
                     qlo[g] = V_HSUM(lo_dot);
                     sq[g] = kq_quantize_query(x, d, padded, x, qb + g * padded, &sum8[g]);
                 }
-                const size_t tn = cnt - t0 < KQ_GROUP ? cnt - t0 : KQ_GROUP;
+                const size_t tn = cnt - t0 < kg ? cnt - t0 : kg;
                 kq_dots_all(view, b0 + t0, tn, qf, qb, padded, group, s, t0, bits);
                 for (size_t g = 0; g < group; g++) { /* s_q dot + q . lo (tiles: whole VWs) */
                     const vf vq = V_SET1(sq[g]), vl = V_SET1(qlo[g]);

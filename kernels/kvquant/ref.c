@@ -224,7 +224,7 @@ static double code_score(const lm_kvq_cache *cache, size_t g, size_t t, const do
                          double *xq, double *q8, double *sq)
 {
     const size_t d = cache->head_dim;
-    const bool kivi = cache->format == LM_KVQ_KIVI4 || cache->format == LM_KVQ_KIVI2;
+    const bool kivi = lm_kvq_is_kivi(cache->format);
     double dot = 0.0;
     if (!kivi) {
         const double offset = (double)(1u << (lm_kvq_bits(cache->format) - 1));
@@ -286,7 +286,7 @@ lm_status lm_kvq_decode_f64_ref(const lm_kvq_cache *cache, const double *q, size
         for (size_t t = 0; t < n; t++)
             total += (scores[t] = exp(scores[t] - top));
         const float *vp = cache->v_params + g * 2 * cache->pstride; /* s row, lo row */
-        const bool kivi = cache->format == LM_KVQ_KIVI4 || cache->format == LM_KVQ_KIVI2;
+        const bool kivi = lm_kvq_is_kivi(cache->format);
         const double offset = kivi ? 0.0 : (double)(1u << (lm_kvq_bits(cache->format) - 1));
         for (size_t c = 0; c < d && weight_bound != NULL; c++) {
             double bound = 0.0;

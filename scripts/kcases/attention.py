@@ -117,8 +117,15 @@ def window_decode(case, rng):
     return Result(output=out, scale=scale, terms=max(d, min(n, options["window"])))
 
 
-KIVI_GROUP = 32
-BITS = {"int8": 8, "int4": 4, "kivi4": 4, "kivi2": 2}
+BITS = {"int8": 8, "int4": 4, "kivi4": 4, "kivi2": 2, "kivi4g64": 4, "kivi2g64": 2}
+
+
+def _group(fmt):
+    """Tokens quantized together (lm_kvq_group): KIVI keys per channel over 32 tokens (64 for
+    the g64 formats); INT8 and INT4 one token at a time."""
+    if fmt.startswith("kivi"):
+        return 64 if fmt.endswith("g64") else 32
+    return 1
 
 
 def _f32(x):
@@ -172,7 +179,7 @@ def kvquant_decode(case, rng):
     k = _f32(rng.standard_normal((n, kv_heads, d)))
     v = _f32(rng.standard_normal((n, kv_heads, d)))
     q = _f32(rng.standard_normal((heads, d)))
-    group = KIVI_GROUP if fmt.startswith("kivi") else 1
+    group = _group(fmt)
     quantized = 0
     for length in range(1, n + 1):  # the cache's append rule
         if length - quantized >= recent + group:
@@ -198,10 +205,10 @@ def kvquant_decode(case, rng):
         else:
             vu, vs, vlo = _affine(vg[:nq], bits, axis=-1)
             vq[:nq], vx = vu * vs + vlo, vu
-            for t0 in range(0, nq, KIVI_GROUP):  # keys: per channel over 32 tokens
-                ku, kst, klo = _affine(kg[t0:t0 + KIVI_GROUP], bits, axis=0)
+            for t0 in range(0, nq, group):  # keys: per channel over 32 or 64 tokens
+                ku, kst, klo = _affine(kg[t0:t0 + group], bits, axis=0)
                 q8, sq = _query_codes(_f32(qg * kst))
-                cols = slice(t0, t0 + KIVI_GROUP)
+                cols = slice(t0, t0 + group)
                 sc[:, cols] = sq * (q8 @ ku.T) + qg @ klo.T
                 a[:, cols] = sq * (np.abs(q8) @ ku.T) + np.abs(qg) @ np.abs(klo).T
         sc[:, nq:] = qg @ kg[nq:].T
@@ -358,6 +365,13 @@ CASES = [
     _kvq("n100_h32_kv1_d128_r16", 100, 32, 1, 128, "kivi2", 16, 4408),
     _kvq("n50_h4_kv1_d16_r3", 50, 4, 1, 16, "kivi4", 3, 4409, dtype="f64"),
     _kvq("n50_h4_kv1_d16_r3", 50, 4, 1, 16, "int4", 3, 4410, dtype="f64"),
+    # key groups of 64 tokens: a quantized part ending mid-block, GQA 4, 32 and 1
+    _kvq("n300_h8_kv2_d64_r40", 300, 8, 2, 64, "kivi4g64", 40, 4411),
+    _kvq("n300_h8_kv2_d64_r40", 300, 8, 2, 64, "kivi2g64", 40, 4412),
+    _kvq("n257_h32_kv8_d128_r0", 257, 32, 8, 128, "kivi2g64", 0, 4413),
+    _kvq("n200_h32_kv1_d128_r16", 200, 32, 1, 128, "kivi2g64", 16, 4414),
+    _kvq("n150_h3_kv3_d128_r5", 150, 3, 3, 128, "kivi4g64", 5, 4415),
+    _kvq("n140_h4_kv1_d16_r3", 140, 4, 1, 16, "kivi2g64", 3, 4416, dtype="f64"),
     # latent attention: absorbed and expanded, decode and prefill; DeepSeek-V2 geometry once
     _mla("h4_l32_r16_n70", 4, 32, 16, 32, 32, 70, "absorbed", False, 4500),
     _mla("h4_l32_r16_n70", 4, 32, 16, 32, 32, 70, "expanded", False, 4501),
