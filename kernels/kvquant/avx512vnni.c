@@ -11,7 +11,8 @@
  *            head's running maximum grows; the denominators (and KIVI's sum p lo) stay
  *            vectors until the end of the chunk;
  *   values   the block's weights p s^v as 16-bit integers (two bytes), VPDPBUSD over value
- *            groups (dims in lanes, 4 tokens per byte slice), one float update per block.
+ *            groups (dims in lanes, 4 tokens per byte slice), one float update per block;
+ *            they run one block behind: scores of b, values of b - 1, softmax of b.
  * Software prefetch runs inside the two loops, one line per line consumed, KV_PF_BYTES in
  * front, so the code streams stay in flight without bursts (a burst of a whole block's
  * prefetches at its start was about 2x slower at n = 131,072 on one thread). */
@@ -423,6 +424,89 @@ KV_INLINE void kv_prefetch_params(const lm_kvq_view *view, size_t b, int per_cha
         __builtin_prefetch(view->k_params + b / (size_t)per_channel * 2 * view->head_dim + off);
 }
 
+/* Scaled scores s {gn, KB} of the block at b0 (cnt tokens; -inf past them): KIVI's group
+ * queries and dots per key group (s_q dot + q . lo^k), or the INT formats' dots with
+ * (dot - off sum q8) s_q s^k; times the softmax scale. */
+KV_INLINE void kv_block_scores(const lm_kvq_view *view, size_t d, size_t b0, size_t cnt,
+                               const uint8_t *ktile, size_t rows, int bits, const float *q,
+                               int gn, size_t padded, int per_channel, float scale, float *sq,
+                               const float *base, float *qlo, float *qf, int8_t *qb, float *s,
+                               size_t pf)
+{
+    if (per_channel) { /* per key group: q * s^k quantized, scores s_q dot + q . lo */
+        const size_t kg = (size_t)per_channel; /* 32 or 64 tokens: 2 or 4 key tiles */
+        const int gt = kg == KB ? 4 : 2;
+        for (size_t h = 0; h * kg < cnt; h++) {
+            const float *kp = view->k_params + (b0 / kg + h) * 2 * d; /* {2, d} */
+            if (gn == QH)
+                kv_group_query4(q, kp, d, padded, qb, sq, qlo);
+            else
+                for (int b = 0; b < gn; b++)
+                    sq[b] = kv_group_query(q + (size_t)b * d, kp, d, qf, qb + (size_t)b * padded,
+                                           &qlo[b]);
+            if (gt == 4)
+                kv_dots(ktile, rows, bits, qb, padded, gn, 4, s, 0, pf);
+            else
+                kv_dots(ktile + h * kg * rows * 4, rows, bits, qb, padded, gn, 2, s, h * kg, pf);
+            _Pragma("GCC unroll 4") for (int b = 0; b < gn; b++) {
+                const __m512 vq = _mm512_set1_ps(sq[b]), vl = _mm512_set1_ps(qlo[b]);
+                float *sb = s + (size_t)b * KB + h * kg;
+                for (int i = 0; i < gt; i++)
+                    _mm512_storeu_ps(sb + i * KT,
+                                     _mm512_fmadd_ps(vq, _mm512_loadu_ps(sb + i * KT), vl));
+            }
+        }
+    } else {
+        kv_dots(ktile, rows, bits, qb, padded, gn, 4, s, 0, pf);
+    }
+    const float *ks = view->k_scale + b0;
+    const __m512 vscale = _mm512_set1_ps(scale);
+    _Pragma("GCC unroll 4") for (int b = 0; b < gn; b++) {
+        const __m512 vb = _mm512_set1_ps(base[b]), vq = _mm512_set1_ps(sq[b]);
+        _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {
+            float *si = s + (size_t)b * KB + (size_t)i * KT;
+            __m512 v = _mm512_loadu_ps(si);
+            if (!per_channel) /* (dot - off sum q8) s_q s^k */
+                v = _mm512_mul_ps(_mm512_sub_ps(v, vb),
+                                  _mm512_mul_ps(vq, _mm512_loadu_ps(ks + i * KT)));
+            v = _mm512_mul_ps(v, vscale);
+            const size_t lo = (size_t)i * KT;
+            if (cnt < lo + KT) /* lanes past the block's tokens */
+                v = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY),
+                                       cnt > lo ? (__mmask16)((1u << (cnt - lo)) - 1u) : 0, v);
+            _mm512_storeu_ps(si, v);
+        }
+    }
+}
+
+/* Online softmax of the block's scaled scores s {gn, KB}: its weights go to hl, sw, fix. */
+KV_INLINE void kv_softmax_block(kv_state *st, float *s, const float *vs, const float *vlo,
+                                int per_channel, int offset, float *accs, size_t d, uint8_t *hl,
+                                int gn, float *sw, int32_t *fix)
+{
+    if (gn == QH) { /* all four heads together */
+        kv_softmax4(st, s, vs, vlo, per_channel, offset, accs, d, hl, sw, fix);
+        return;
+    }
+    for (int b = 0; b < gn; b++) {
+        __m512 x[4];
+        _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
+            x[i] = _mm512_loadu_ps(s + (size_t)b * KB + (size_t)i * KT);
+        kv_softmax(st, b, x, vs, vlo, per_channel, offset, accs, d, hl, gn, sw, fix);
+    }
+}
+
+/* accs {gn, d} += the block's values (codes at vblk) weighted by hl, sw, fix. */
+KV_INLINE void kv_pv_block(const uint8_t *vblk, size_t d, int bits, const uint8_t *hl, int gn,
+                           const float *sw, const int32_t *fix, float *accs, size_t pf)
+{
+    size_t c0 = 0;
+    for (; c0 + 32 <= d; c0 += 32)
+        kv_pv(vblk, d, bits, hl, gn, c0, 2, sw, fix, accs, pf);
+    if (c0 < d)
+        kv_pv(vblk, d, bits, hl, gn, c0, 1, sw, fix, accs, pf);
+}
+
 /* Decode partial of gn query heads q {gn, d} over quantized tokens [j0, j1) (j0 a multiple
  * of KB): m, l {gn}, accs {gn, d} as the float decode. per_channel: 0, or the KIVI key
  * group (32 tokens: two groups per block; 64: one, its query quantized once per block). */
@@ -435,8 +519,8 @@ KV_INLINE void kv_pass(const lm_kvq_view *view, size_t d, size_t j0, size_t j1, 
     float *qf = s + (size_t)gn * KB;        /* {padded}: scratch */
     int8_t *qb = (int8_t *)(void *)(qf + padded); /* {gn, padded}: q8 */
     uint8_t *hl = (uint8_t *)(void *)(qf + padded + (size_t)gn * padded / 4); /* {2, gn, KB} */
-    float sq[QH], base[QH], qlo[QH], sw[QH];
-    int32_t fix[QH];
+    float sq[QH], base[QH], qlo[QH], sw[QH] = {0};
+    int32_t fix[QH] = {0};
     kv_state st;
     const int offset = 1 << (bits - 1);
     _Pragma("GCC unroll 4") for (int b = 0; b < gn; b++) {
@@ -450,79 +534,35 @@ KV_INLINE void kv_pass(const lm_kvq_view *view, size_t d, size_t j0, size_t j1, 
         }
     }
     memset(accs, 0, (size_t)gn * d * sizeof(float));
-    const __m512 vscale = _mm512_set1_ps(scale);
     const size_t block_bytes = KB * rows * 4; /* key tiles and value groups alike */
     size_t ahead = KV_PF_BYTES / block_bytes;      /* blocks ahead: bytes, not tokens */
     ahead = ahead < 2 ? 2 : (ahead > 64 ? 64 : ahead);
 
-    for (size_t b0 = j0; b0 < j1; b0 += KB) {
-        const size_t cnt = b0 + KB < j1 ? KB : j1 - b0;
-        const size_t pf = b0 + ahead * KB < j1 ? ahead * block_bytes : 0;
-        if (pf)
-            kv_prefetch_params(view, b0 + ahead * KB, per_channel);
-        const uint8_t *ktile = view->k_codes + b0 * rows * 4; /* b0 / 16 tiles */
-        if (per_channel) { /* per key group: q * s^k quantized, scores s_q dot + q . lo */
-            const size_t kg = (size_t)per_channel; /* 32 or 64 tokens: 2 or 4 key tiles */
-            const int gt = kg == KB ? 4 : 2;
-            for (size_t h = 0; h * kg < cnt; h++) {
-                const float *kp = view->k_params + (b0 / kg + h) * 2 * d; /* {2, d} */
-                if (gn == QH)
-                    kv_group_query4(q, kp, d, padded, qb, sq, qlo);
-                else
-                    for (int b = 0; b < gn; b++)
-                        sq[b] = kv_group_query(q + (size_t)b * d, kp, d, qf,
-                                               qb + (size_t)b * padded, &qlo[b]);
-                if (gt == 4)
-                    kv_dots(ktile, rows, bits, qb, padded, gn, 4, s, 0, pf);
-                else
-                    kv_dots(ktile + h * kg * rows * 4, rows, bits, qb, padded, gn, 2, s, h * kg,
-                            pf);
-                _Pragma("GCC unroll 4") for (int b = 0; b < gn; b++) {
-                    const __m512 vq = _mm512_set1_ps(sq[b]), vl = _mm512_set1_ps(qlo[b]);
-                    float *sb = s + (size_t)b * KB + h * kg;
-                    for (int i = 0; i < gt; i++)
-                        _mm512_storeu_ps(sb + i * KT,
-                                         _mm512_fmadd_ps(vq, _mm512_loadu_ps(sb + i * KT), vl));
-                }
-            }
-        } else {
-            kv_dots(ktile, rows, bits, qb, padded, gn, 4, s, 0, pf);
+    /* Software pipeline: the values of block b - 1 run after the key dots of block b and
+     * before its softmax, so the softmax's dependency chain (reductions, exps, divisions,
+     * the weight packing) is followed by the next block's independent dots rather than by
+     * the values that wait for it, and a block's key and value streams are read close
+     * together. The operations on accs keep their order (values of b - 1, rescale for b,
+     * values of b, ...): the results are bit-identical to the unpipelined loop. */
+    size_t pf_prev = 0;
+    for (size_t b0 = j0;; b0 += KB) { /* one step past the last block: its values */
+        const bool last = b0 >= j1;
+        const size_t cnt = last ? 0 : b0 + KB < j1 ? KB : j1 - b0;
+        const size_t pf = !last && b0 + ahead * KB < j1 ? ahead * block_bytes : 0;
+        if (!last) {
+            if (pf)
+                kv_prefetch_params(view, b0 + ahead * KB, per_channel);
+            kv_block_scores(view, d, b0, cnt, view->k_codes + b0 * rows * 4, rows, bits, q, gn,
+                            padded, per_channel, scale, sq, base, qlo, qf, qb, s, pf);
         }
-
-        const float *vs = view->v_scale + b0, *vlo = view->v_lo + b0; /* {KB} each */
-        const float *ks = view->k_scale + b0;
-        _Pragma("GCC unroll 4") for (int b = 0; b < gn; b++) {
-            __m512 x[4];
-            const __m512 vb = _mm512_set1_ps(base[b]), vq = _mm512_set1_ps(sq[b]);
-            _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++) {
-                __m512 v = _mm512_loadu_ps(s + (size_t)b * KB + (size_t)i * KT);
-                if (!per_channel) /* (dot - off sum q8) s_q s^k */
-                    v = _mm512_mul_ps(_mm512_sub_ps(v, vb),
-                                      _mm512_mul_ps(vq, _mm512_loadu_ps(ks + i * KT)));
-                v = _mm512_mul_ps(v, vscale);
-                const size_t lo = (size_t)i * KT;
-                if (cnt < lo + KT) /* lanes past the block's tokens */
-                    v = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY),
-                                           cnt > lo ? (__mmask16)((1u << (cnt - lo)) - 1u) : 0, v);
-                x[i] = v;
-            }
-            if (gn == QH) /* all four heads together below */
-                _Pragma("GCC unroll 4") for (int i = 0; i < 4; i++)
-                    _mm512_storeu_ps(s + (size_t)b * KB + (size_t)i * KT, x[i]);
-            else
-                kv_softmax(&st, b, x, vs, vlo, per_channel, bits == 4 && !per_channel ? 8 : 0,
-                           accs, d, hl, gn, sw, fix);
-        }
-        if (gn == QH)
-            kv_softmax4(&st, s, vs, vlo, per_channel, bits == 4 && !per_channel ? 8 : 0, accs, d,
-                        hl, sw, fix);
-
-        const uint8_t *vblk = view->v_codes + b0 * rows * 4; /* same bytes per token as keys */
-        size_t c0 = 0;
-        for (; c0 + 32 <= d; c0 += 32)
-            kv_pv(vblk, d, bits, hl, gn, c0, 2, sw, fix, accs, pf);
-        if (c0 < d)
-            kv_pv(vblk, d, bits, hl, gn, c0, 1, sw, fix, accs, pf);
+        if (b0 > j0) /* same bytes per token as keys */
+            kv_pv_block(view->v_codes + (b0 - KB) * rows * 4, d, bits, hl, gn, sw, fix, accs,
+                        pf_prev);
+        if (last)
+            break;
+        kv_softmax_block(&st, s, view->v_scale + b0, view->v_lo + b0, per_channel,
+                         bits == 4 && !per_channel ? 8 : 0, accs, d, hl, gn, sw, fix);
+        pf_prev = pf;
     }
     _Pragma("GCC unroll 4") for (int b = 0; b < gn; b++) {
         m[b] = st.m[b];
