@@ -51,6 +51,23 @@ test_targets_quantized_decode_against_the_int8_dot_roof() {
   expect_text out "| Mamba-1 scan 1 -> 2 threads >= 1.8x | 1.68x | **missed** |"
   expect_text out "| SSD (32 x 64, N = 128, L = 4096) chunked >= 3x the recurrent scan | - | not measured |"
 }
+test_targets_fma_fraction_uses_the_higher_peak() {
+  targets_rows
+  # prefill 1 thread: 150 GFLOP/s at 0.75 of its sweep's peak (200); 2 threads: 300 at
+  # 0.70 (428.6); the opening roofline read 250 and 400 GFLOP/s
+  echo 'cpu,2,abc,attn_prefill,f32,4096,0,32,1,0,0,1.0,150,0,0.75,0,0,ok' >> "$WORK/t/rows.csv"
+  echo 'cpu,2,abc,attn_prefill,f32,4096,0,32,2,0,0,0.5,300,0,0.70,0,0,ok' >> "$WORK/t/rows.csv"
+  {
+    echo 'cpu_model,cores,git_rev,kernel,dtype,n_ctx,chunk,threads,median_s,gflops,gbps,roofline_frac,status'
+    echo 'cpu,2,abc,peak_fma,f32,0,0,1,0.02,250,0,1,ok'
+    echo 'cpu,2,abc,peak_fma,f32,0,0,2,0.02,400,0,1,ok'
+  } > "$WORK/t/roofline.csv"
+  expect_exit 0 "$PYTHON" scripts/targets.py "$WORK/t"
+  # 150 / 250: the sweep's own peak read low, so the opening one is used
+  expect_text out "| 1 s, 150 GFLOP/s = 60 %; of the opening roofline's 250 GFLOP/s: this sweep's own peak read 200, which would make it 75 % | met |"
+  # 300 / 428.6: the sweep's own peak is the higher one, no note
+  expect_text out "| 0.5 s, 300 GFLOP/s = 70 % | met |"
+}
 test_targets_lists_unsteady_rows() {
   mkdir -p "$WORK/u"
   {
