@@ -120,6 +120,11 @@ def scaling_text(r1, r2, read1=None, read2=None):
         text += (f"; a read-only stream of the same minutes (gemv_rowdot, {g1:.1f} -> "
                  f"{g2:.1f} GB/s = {g2 / g1:.2f}x) bounds it at {g2:.1f} / "
                  f"{f(r1, 'gbps'):.1f} GB/s = {bound:.2f}x")
+        if s > bound:  # the 2-thread decode out-read the stream, or the 1-thread one lagged
+            text += (f"; above that bound: the 2-thread decode read {f(r2, 'gbps'):.1f} GB/s, "
+                     f"{100 * f(r2, 'gbps') / g2:.0f} % of the stream"
+                     + (f", and the 1-thread median is {f(r1, 'median_s') / f(r1, 'min_s'):.2f}x"
+                        f" its minimum" if "min_s" in r1 and f(r1, "min_s") > 0 else ""))
     return s, text
 
 
