@@ -424,15 +424,26 @@ KV_INLINE void kv_prefetch_params(const lm_kvq_view *view, size_t b, int per_cha
         __builtin_prefetch(view->k_params + b / (size_t)per_channel * 2 * view->head_dim + off);
 }
 
+/* The pass's quantized query: per head s_q (sq), the INT formats' offset sum (base) and
+ * KIVI's q . lo^k (qlo); qb {gn, d} its int8 codes, qf {d} scratch. */
+typedef struct kv_query {
+    float sq[QH], base[QH], qlo[QH];
+    float *qf;
+    int8_t *qb;
+} kv_query;
+
 /* Scaled scores s {gn, KB} of the block at b0 (cnt tokens; -inf past them): KIVI's group
  * queries and dots per key group (s_q dot + q . lo^k), or the INT formats' dots with
  * (dot - off sum q8) s_q s^k; times the softmax scale. */
 KV_INLINE void kv_block_scores(const lm_kvq_view *view, size_t d, size_t b0, size_t cnt,
-                               const uint8_t *ktile, size_t rows, int bits, const float *q,
-                               int gn, size_t padded, int per_channel, float scale, float *sq,
-                               const float *base, float *qlo, float *qf, int8_t *qb, float *s,
-                               size_t pf)
+                               size_t rows, int bits, const float *q, int gn, int per_channel,
+                               float scale, kv_query *qs, float *s, size_t pf)
 {
+    const size_t padded = d;
+    const uint8_t *ktile = view->k_codes + b0 * rows * 4; /* b0 / 16 tiles */
+    float *sq = qs->sq, *qlo = qs->qlo, *qf = qs->qf;
+    const float *base = qs->base;
+    int8_t *qb = qs->qb;
     if (per_channel) { /* per key group: q * s^k quantized, scores s_q dot + q . lo */
         const size_t kg = (size_t)per_channel; /* 32 or 64 tokens: 2 or 4 key tiles */
         const int gt = kg == KB ? 4 : 2;
@@ -519,7 +530,8 @@ KV_INLINE void kv_pass(const lm_kvq_view *view, size_t d, size_t j0, size_t j1, 
     float *qf = s + (size_t)gn * KB;        /* {padded}: scratch */
     int8_t *qb = (int8_t *)(void *)(qf + padded); /* {gn, padded}: q8 */
     uint8_t *hl = (uint8_t *)(void *)(qf + padded + (size_t)gn * padded / 4); /* {2, gn, KB} */
-    float sq[QH], base[QH], qlo[QH], sw[QH] = {0};
+    kv_query qs = {.qf = qf, .qb = qb};
+    float sw[QH] = {0};
     int32_t fix[QH] = {0};
     kv_state st;
     const int offset = 1 << (bits - 1);
@@ -528,9 +540,9 @@ KV_INLINE void kv_pass(const lm_kvq_view *view, size_t d, size_t j0, size_t j1, 
         st.l[b] = st.lo[b] = _mm512_setzero_ps();
         if (!per_channel) {
             float sum8;
-            sq[b] = kq_quantize_query(q + (size_t)b * d, d, padded, qf, qb + (size_t)b * padded,
-                                      &sum8);
-            base[b] = (float)offset * sum8; /* exact: integers below 2^24 */
+            qs.sq[b] = kq_quantize_query(q + (size_t)b * d, d, padded, qf,
+                                         qb + (size_t)b * padded, &sum8);
+            qs.base[b] = (float)offset * sum8; /* exact: integers below 2^24 */
         }
     }
     memset(accs, 0, (size_t)gn * d * sizeof(float));
@@ -552,8 +564,8 @@ KV_INLINE void kv_pass(const lm_kvq_view *view, size_t d, size_t j0, size_t j1, 
         if (!last) {
             if (pf)
                 kv_prefetch_params(view, b0 + ahead * KB, per_channel);
-            kv_block_scores(view, d, b0, cnt, view->k_codes + b0 * rows * 4, rows, bits, q, gn,
-                            padded, per_channel, scale, sq, base, qlo, qf, qb, s, pf);
+            kv_block_scores(view, d, b0, cnt, rows, bits, q, gn, per_channel, scale, &qs, s,
+                            pf);
         }
         if (b0 > j0) /* same bytes per token as keys */
             kv_pv_block(view->v_codes + (b0 - KB) * rows * 4, d, bits, hl, gn, sw, fix, accs,
