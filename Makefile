@@ -97,7 +97,7 @@ ifeq ($(ARCH),aarch64)
   endif
 endif
 
-.PHONY: all run test check test-unit test-cli test-sanitize test-clang test-neon verify \
+.PHONY: all run test check test-unit test-cli test-sanitize test-clang test-neon test-slurm verify \
         neon bench sweep targets report clean help FORCE
 .DEFAULT_GOAL := all
 
@@ -180,6 +180,12 @@ test-clang: ## Build and unit-test with clang 14 (warnings are errors)
 
 test-neon: ## Cross-build for AArch64 and verify the contracts under qemu-aarch64
 	$(MAKE) --no-print-directory ARCH=aarch64 neon
+
+# Slurm (scripts/slurm/) and GNU parallel shards against the real tools: a one-node cluster
+# the test starts on loopback and stops (needs root; about a minute on 2 cores).
+test-slurm: $(BIN) ## Sharded sweeps through a real one-node Slurm cluster and GNU parallel
+	scripts/install-deps.sh --slurm --parallel
+	LONGMIX=$(BIN) PYTHON=$(PYTHON) timeout 600 bash tests/slurm/run.sh
 
 # qemu-aarch64 can hang (see RUNNER); a bounded run fails loudly instead of stalling CI.
 neon: $(BIN)
