@@ -13,5 +13,6 @@ int lm_cmd_sweep(int argc, char **argv);
 int lm_cmd_merge(int argc, char **argv);
 int lm_cmd_crossover(int argc, char **argv);
 int lm_cmd_lesson(int argc, char **argv);
+int lm_cmd_compare_machines(int argc, char **argv);
 
 #endif

@@ -18,6 +18,7 @@ static const subcommand subcommands[] = {
     {"merge", lm_cmd_merge, "join results CSVs (sweep shards); refuses mixed machines"},
     {"crossover", lm_cmd_crossover, "measured SSM-vs-attention crossover beside memory and FLOP"},
     {"lesson", lm_cmd_lesson, "data of the lesson's eight figures, from longmix's references"},
+    {"compare-machines", lm_cmd_compare_machines, "results folders of several machines side by side"},
 };
 
 static void usage(FILE *out)
@@ -25,7 +26,7 @@ static void usage(FILE *out)
     fprintf(out, "usage: longmix <command> [options]   (longmix <command> --help for more)\n\n"
                  "commands:\n");
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
-        fprintf(out, "  %-10s %s\n", subcommands[i].name, subcommands[i].summary);
+        fprintf(out, "  %-16s %s\n", subcommands[i].name, subcommands[i].summary);
     fprintf(out, "\nexit status: 0 ok, 1 a check failed, 2 bad usage or input\n");
 }
 
