@@ -98,7 +98,7 @@ ifeq ($(ARCH),aarch64)
 endif
 
 .PHONY: all run test check test-unit test-cli test-sanitize test-clang test-neon test-slurm verify \
-        neon bench sweep targets report clean help FORCE
+        neon bench sweep targets report test-report clean help FORCE
 .DEFAULT_GOAL := all
 
 all: $(BIN) $(LIB) ## Build build/longmix and build/liblongmix.a
@@ -187,6 +187,12 @@ test-slurm: $(BIN) ## Sharded sweeps through a real one-node Slurm cluster and G
 	scripts/install-deps.sh --slurm --parallel
 	LONGMIX=$(BIN) PYTHON=$(PYTHON) timeout 600 bash tests/slurm/run.sh
 
+# The report's tables and figures typeset in a two-column paper with pdflatex (overfull
+# boxes fail), fonts checked, pages rendered with pdftoppm (about a minute).
+test-report: ## The report's LaTeX tables and PDF figures in a two-column paper (pdflatex)
+	scripts/install-deps.sh --latex --figures
+	PYTHON=$(PYTHON) timeout 600 bash tests/report/paper.sh
+
 # qemu-aarch64 can hang (see RUNNER); a bounded run fails loudly instead of stalling CI.
 neon: $(BIN)
 	timeout 1200 $(RUNNER) $(BIN) verify
@@ -214,7 +220,7 @@ sweep: $(BIN) ## A small sweep of every registered kernel -> results/sweep.csv (
 targets: $(BIN) ## Every issue speed target measured -> results/targets/{*.csv,targets.md} (~10 min)
 	LONGMIX=$(BIN) PYTHON=$(PYTHON) scripts/targets.sh results/targets
 
-report: $(BIN) ## results/*.csv -> results/report.md + PNGs (scripts/report.py, plot.py)
+report: $(BIN) ## results/*.csv -> report.md, tables/*.{md,tex,csv}, figures as PNG/PDF/SVG
 	@mkdir -p results
 	$(BIN) lesson --csv results/lesson
 	$(PYTHON) scripts/report.py results

@@ -7,6 +7,7 @@
 #   scripts/install-deps.sh --slurm  also Slurm and munge (make test-slurm, scripts/slurm/)
 #   scripts/install-deps.sh --parallel  also GNU parallel (shards on a workstation)
 #   scripts/install-deps.sh --figures   also poppler-utils (pdftoppm: look at report PDFs)
+#   scripts/install-deps.sh --latex     also pdflatex and booktabs (make test-report)
 # Options combine; each optional list is installed only when asked for.
 set -euo pipefail
 
@@ -25,6 +26,9 @@ parallel_pkgs=(
 figures_pkgs=(
   poppler-utils
 )
+latex_pkgs=(
+  texlive-latex-recommended
+)
 
 want_neon=0
 optional=()
@@ -34,7 +38,8 @@ for arg in "$@"; do
     --slurm) optional+=("${slurm_pkgs[@]}") ;;
     --parallel) optional+=("${parallel_pkgs[@]}") ;;
     --figures) optional+=("${figures_pkgs[@]}") ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    --latex) optional+=("${latex_pkgs[@]}") ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "install-deps.sh: unknown option '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done

@@ -2,20 +2,53 @@
 """Figures of the longmix report, drawn from the CSV files longmix writes (matplotlib, Agg).
 
 Every function takes already-parsed rows (lists of dicts of strings, as csv.DictReader
-gives) and a PNG path, draws, saves and returns the path (or None when there is nothing to
-draw). No function computes model math: the lesson figures plot `longmix lesson --csv`
-output, the measurement figures plot sweep / crossover / roofline rows.
+gives; measurement rows carry "_file", the results file they came from) and a PNG path,
+draws, saves the figure as PNG, PDF and SVG beside each other and returns the PNG path (or
+None when there is nothing to draw). No function computes model math: the lesson figures
+plot `longmix lesson --csv` output, the measurement figures plot sweep / crossover /
+roofline rows.
+
+Sizes are those of print: COLUMN (3.4 in, one column of a two-column paper) or PAGE (7 in,
+both columns), fonts 7-8.5 pt at that size, so a figure placed at its width keeps them.
+PDFs embed TrueType fonts (pdf.fonttype 42; many publishers refuse Type 3).
 """
 import math
+import os
 from collections import defaultdict
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator  # noqa: E402
+
+COLUMN, PAGE = 3.4, 7.0  # inches
+plt.rcParams.update({
+    "font.size": 8, "axes.titlesize": 8.5, "axes.labelsize": 8, "xtick.labelsize": 7,
+    "ytick.labelsize": 7, "legend.fontsize": 7, "figure.titlesize": 9,
+    "lines.linewidth": 1.2, "lines.markersize": 4, "axes.linewidth": 0.6,
+    "axes.spines.top": False, "axes.spines.right": False, "legend.frameon": False,
+    "pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "path", "savefig.dpi": 200,
+})
 
 BLUE, RED, ORANGE, GREEN, PURPLE, MUTED = "#2563eb", "#dc2626", "#d97706", "#059669", "#7c3aed", "#9ca3af"
-CYCLE = [BLUE, RED, ORANGE, GREEN, PURPLE, "#0891b2", "#be185d", "#4b5563", "#65a30d", "#92400e"]
+INK = "#374151"
+# 20 colours that stay apart on white and in greyscale pairs, then 10 marker shapes: kernel
+# i gets colour i % 20 and marker i % 10, a pair no other of the first 20 kernels shares.
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
+           "#17becf", "#7f7f7f", "#bcbd22", "#0b3d91", "#a50f15", "#006d2c", "#b35806",
+           "#54278f", "#4d4d4d", "#c51b7d", "#01665e", "#fdae61", "#80b1d3"]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h"]
+CYCLE = PALETTE[:10]
+FILLS = ["full", "none", "left", "top"]  # 1st, 2nd, ... thread count of a figure
+
+NAMES = {"attn_decode": "attention", "attn_decode_q": "attention, quantized KV",
+         "mamba1_step": "Mamba-1 step", "ssd_step": "Mamba-2 SSD step",
+         "attn_prefill": "causal attention", "mamba1_scan": "Mamba-1 scan",
+         "ssd_chunked": "Mamba-2 SSD, chunked", "linear_chunked": "linear attention, chunked",
+         "delta_chunked": "gated delta rule, chunked", "affine_scan": "affine scan",
+         "attn_prefill_window": "sliding-window prefill (x: window)"}
 
 
 def _num(row, key, default=0.0):
@@ -25,9 +58,12 @@ def _num(row, key, default=0.0):
         return default
 
 
-def _save(fig, path):
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+def _save(fig, path, tight=True):
+    """PNG at `path`, PDF and SVG beside it (same stem); tight bounds keep outside legends
+    (tight=False: the figure's own size, for layouts placed by hand)."""
+    stem = os.path.splitext(path)[0]
+    for ext in (".png", ".pdf", ".svg"):
+        fig.savefig(stem + ext, bbox_inches="tight" if tight else None, pad_inches=0.03)
     plt.close(fig)
     return path
 
@@ -36,69 +72,229 @@ def _ok(rows):
     return [r for r in rows if r.get("status") == "ok" and _num(r, "median_s") > 0]
 
 
+def _tokens(n, _pos=None):
+    """Axis text of a token count: 64, 256, 1k, 4k, 16k, 1M (k = 1024)."""
+    n = int(round(n))
+    if n >= 1 << 20 and n % (1 << 20) == 0:
+        return f"{n >> 20}M"
+    if n >= 1024 and n % 1024 == 0:
+        return f"{n >> 10}k"
+    return str(n)
+
+
+def _seconds(s, _pos=None):
+    """Axis text of a time: 10 µs, 1 ms, 100 ms, 2 s."""
+    if s <= 0:
+        return ""
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
+        if s >= scale * 0.999:
+            v = s / scale
+            return f"{v:.0f} {unit}" if v >= 10 or abs(v - round(v)) < 0.05 else f"{v:.1f} {unit}"
+    return f"{s:.0e} s"
+
+
+def _log2_ticks(ax, lo, hi, axis="x", fmt=_tokens):
+    """Ticks at powers of two from lo to hi, every other one when there are more than 7."""
+    if lo <= 0 or hi <= 0:
+        return
+    e0, e1 = math.floor(math.log2(lo) + 1e-9), math.ceil(math.log2(hi) - 1e-9)
+    step = 1 if e1 - e0 <= 6 else 2
+    ticks = [2.0 ** e for e in range(e0, e1 + 1, step)]
+    a = ax.xaxis if axis == "x" else ax.yaxis
+    a.set_major_locator(FixedLocator(ticks))
+    a.set_major_formatter(FuncFormatter(fmt))
+    a.set_minor_locator(NullLocator())
+
+
+def _time_axis(ax, axis="y"):
+    """Log time axis labelled in s / ms / µs: decades when the data spans two or more,
+    1-2-5 steps down to 0.8 of a decade, 1-1.5-2-3-5-7 below, so each panel has labels."""
+    a = ax.yaxis if axis == "y" else ax.xaxis
+    lo, hi = ax.get_ylim() if axis == "y" else ax.get_xlim()
+    span = math.log10(hi / lo) if lo > 0 and hi > lo else 3
+    subs = (1.0,) if span >= 2 else (1.0, 2.0, 5.0) if span >= 0.8 else (1.0, 1.5, 2.0, 3.0, 5.0, 7.0)
+    a.set_major_locator(LogLocator(base=10, subs=subs, numticks=12))
+    a.set_major_formatter(FuncFormatter(_seconds))
+    a.set_minor_locator(NullLocator() if len(subs) > 1 else LogLocator(base=10, subs=range(2, 10), numticks=12))
+    a.set_minor_formatter(NullFormatter())
+
+
+def _place_labels(ax, points, fontsize=6.5):
+    """Text labels near points, clear of each other, of the points and of the lines drawn:
+    each (x, y, text) tries offsets on growing rings around its point and takes the first
+    whose box touches nothing placed or drawn (else the one touching least), with a thin
+    leader line when it sits away from the point."""
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    paths = [line.get_transform().transform_path(line.get_path()) for line in ax.get_lines()
+             if len(line.get_xdata()) > 1]
+    marks = [ax.transData.transform((x, y)) for x, y, _ in points]
+    taken = []
+    rings = [(r * math.cos(a), r * math.sin(a)) for r in (9, 16, 24, 34)
+             for a in (math.pi / 2, -math.pi / 2, 0, math.pi, math.pi / 4, -math.pi / 4,
+                       3 * math.pi / 4, -3 * math.pi / 4)]
+    for x, y, text in sorted(points):
+        best = None
+        for dx, dy in rings:
+            label = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points",
+                                ha="center", va="center", fontsize=fontsize, color=INK)
+            box = label.get_window_extent(renderer).expanded(1.15, 1.3)
+            inside = (box.x0 >= ax.bbox.x0 and box.x1 <= ax.bbox.x1 and box.y0 >= ax.bbox.y0
+                      and box.y1 <= ax.bbox.y1)
+            hits = (sum(box.overlaps(b) for b in taken) * 3 + (not inside) * 5
+                    + sum(box.contains(px, py) for px, py in marks) * 3
+                    + sum(p.intersects_bbox(box, filled=False) for p in paths))
+            if best is None or hits < best[0]:
+                if best is not None:
+                    best[1].remove()
+                best = (hits, label, (dx, dy))
+            else:
+                label.remove()
+            if hits == 0:
+                break
+        _, label, (dx, dy) = best
+        if math.hypot(dx, dy) > 12:
+            label.remove()
+            label = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points",
+                                ha="center", va="center", fontsize=fontsize, color=INK,
+                                arrowprops=dict(arrowstyle="-", lw=0.5, color=MUTED, shrinkA=0, shrinkB=3))
+        taken.append(label.get_window_extent(renderer))
+
+
 # ---- measurements -----------------------------------------------------------------------
 
+DECODE_GROWING = {"attn_decode", "attn_decode_q"}
+DECODE_FLAT = {"mamba1_step", "ssd_step"}
+PREFILL_GROWING = {"attn_prefill"}
+PREFILL_OTHER = {"mamba1_scan", "linear_chunked", "ssd_chunked"}
+
+
+def _context_sources(rows):
+    """The rows the time-vs-context figure draws: crossover.csv's alone when it has any (the
+    crossover table was computed from them), else every file's, each file its own line."""
+    wanted = DECODE_GROWING | DECODE_FLAT | PREFILL_GROWING | PREFILL_OTHER
+    rows = [r for r in _ok(rows) if r["kernel"] in wanted]
+    cross = [r for r in rows if r.get("_file") == "crossover.csv"]
+    return cross or rows
+
+
+def _series_label(r, phase, files):
+    k = r["kernel"]
+    name = NAMES.get(k, k)
+    if k in DECODE_GROWING:
+        name = f"{name}, {r['dtype']} KV"
+    elif k in DECODE_FLAT | {"mamba1_scan", "ssd_chunked"} and _num(r, "d_state") > 0:
+        name = f"{name} (N={r['d_state']})"
+    if len(files) > 1:
+        name += f" [{r.get('_file', '?')}]"
+    return name
+
+
+def _interp_loglog(pts, x):
+    """y at x on the log-log line through the two points of pts (sorted (x, y)) around x."""
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        if x0 <= x <= x1 and x1 > x0:
+            f = math.log(x / x0) / math.log(x1 / x0)
+            return math.exp(math.log(y0) + f * (math.log(y1) - math.log(y0)))
+    return None
+
+
+def _context_panel(ax, rows, summary, phase, threads, files, styles):
+    """One panel: time vs context for one phase and thread count; returns True if drawn."""
+    growing = DECODE_GROWING if phase == "decode" else PREFILL_GROWING
+    others = DECODE_FLAT if phase == "decode" else PREFILL_OTHER
+    series, flats = defaultdict(list), {}
+    for r in rows:
+        if int(_num(r, "threads")) != threads or r["kernel"] not in growing | others:
+            continue
+        label = _series_label(r, phase, files)
+        if phase == "decode" and r["kernel"] in DECODE_FLAT:
+            flats[label] = _num(r, "median_s")
+        elif _num(r, "n_ctx") > 0:
+            series[label].append((_num(r, "n_ctx"), _num(r, "median_s")))
+    if not series:
+        return False
+    ns = sorted({n for pts in series.values() for n, _ in pts})
+    for label, pts in sorted(series.items()):
+        pts.sort()
+        color, marker = styles[label]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker, ms=3, color=color,
+                label=label)
+    for label, t in sorted(flats.items()):
+        ax.plot([ns[0], ns[-1]], [t, t], ls="--", color=styles[label][0], label=label + ", per token")
+    marks = []
+    for s in summary:
+        if s.get("phase") != phase or s.get("found") != "found" or int(_num(s, "threads")) != threads:
+            continue
+        n_star = _num(s, "n_star")
+        attention = [k for k in series if k.startswith(NAMES["attn_decode" if phase == "decode" else "attn_prefill"])
+                     and (phase != "decode" or f", {s.get('dtype')} KV" in k)]
+        y = _interp_loglog(sorted(series[attention[0]]), n_star) if attention else None
+        if y is None:
+            continue
+        ax.plot([n_star], [y], "o", ms=5, mfc="white", mec=INK, mew=1.0, zorder=5)
+        marks.append((n_star, y, f"{n_star:,.0f}"))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    _log2_ticks(ax, ns[0], ns[-1])
+    _time_axis(ax)
+    if marks:
+        _place_labels(ax, marks)
+    return True
+
+
 def time_vs_context(rows, summary, path):
-    """Log-log time per layer vs context: decode (attention per KV dtype vs SSM steps as
-    flat lines) and prefill (attention vs scans), at the largest thread count measured,
-    with each measured crossover n* marked."""
-    rows = _ok(rows)
+    """Log-log time per layer vs context, one panel per phase (rows: decode, prefill) and
+    thread count (columns): decode attention per KV dtype against the SSM steps (flat lines),
+    prefill attention against the scans; each measured crossover n* marked (open circle) and
+    labelled with its value. One line per kernel, dtype and results file."""
+    rows = _context_sources(rows)
     if not rows:
         return None
-    threads = max(int(_num(r, "threads")) for r in rows)
-    rows = [r for r in rows if int(_num(r, "threads")) == threads]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    panels = (("decode", {"attn_decode", "attn_decode_q"}, {"mamba1_step", "ssd_step"}),
-              ("prefill", {"attn_prefill"}, {"mamba1_scan", "linear_chunked", "ssd_chunked"}))
-    drew = False
-    for ax, (phase, growing, flat_kernels) in zip(axes, panels):
-        series = defaultdict(list)
-        flats = {}
-        for r in rows:
-            k = r["kernel"]
-            if k in growing and _num(r, "n_ctx") > 0:
-                series[f"{k} {r['dtype']}"].append((_num(r, "n_ctx"), _num(r, "median_s")))
-            elif k in flat_kernels:
-                if phase == "decode":
-                    flats[f"{k} N={r['d_state']}"] = _num(r, "median_s")
-                else:
-                    label = f"{k} N={r['d_state']}" if _num(r, "d_state") > 0 else k
-                    series[label].append((_num(r, "n_ctx"), _num(r, "median_s")))
-        ns = sorted({n for pts in series.values() for n, _ in pts})
-        if not series:
-            ax.text(0.5, 0.5, f"no {phase} measurements", ha="center", transform=ax.transAxes)
-            ax.set_title(f"{phase}: time vs context")
-            continue
-        for i, (name, pts) in enumerate(sorted(series.items())):
-            pts.sort()
-            ax.loglog([p[0] for p in pts], [p[1] for p in pts], "o-", color=CYCLE[i % len(CYCLE)],
-                      label=name, ms=3)
-            drew = True
-        for j, (name, t) in enumerate(sorted(flats.items())):
-            if ns:
-                ax.loglog([ns[0], ns[-1]], [t, t], "--", color=CYCLE[(j + 5) % len(CYCLE)],
-                          label=f"{name} (per token)")
-        for s in summary:
-            if s.get("phase") != phase or s.get("found") != "found" or int(_num(s, "threads")) != threads:
-                continue
-            n_star = _num(s, "n_star")
-            ax.axvline(n_star, color=MUTED, lw=0.8)
-            ax.text(n_star, ax.get_ylim()[0] * 1.3 if ax.get_ylim()[0] > 0 else 1e-6,
-                    f" n*={n_star:.0f}\n {s['method_b'][:14]} {s['dtype']}", fontsize=7,
-                    color="#374151", rotation=90, va="bottom")
-        ax.set_xlabel("context n (tokens)")
-        ax.set_ylabel("seconds per layer" + (" per token" if phase == "decode" else ""))
-        ax.set_title(f"{phase}: time vs context ({threads} thread{'s' if threads > 1 else ''})")
-        ax.legend(frameon=False, fontsize=7)
-    if not drew:
-        plt.close(fig)
+    files = sorted({r.get("_file", "?") for r in rows})
+    phases = [p for p, kernels in (("decode", DECODE_GROWING), ("prefill", PREFILL_GROWING))
+              if any(r["kernel"] in kernels for r in rows)]
+    threads = sorted({int(_num(r, "threads")) for r in rows})
+    if not phases:
         return None
+    labels = sorted({_series_label(r, p, files) for r in rows for p in phases})
+    styles = {lab: (PALETTE[i % len(PALETTE)], MARKERS[i % len(MARKERS)]) for i, lab in enumerate(labels)}
+    fig, axes = plt.subplots(len(phases), len(threads), figsize=(PAGE, 2.35 * len(phases)),
+                             squeeze=False)
+    for i, phase in enumerate(phases):
+        for j, t in enumerate(threads):
+            ax = axes[i][j]
+            drawn = _context_panel(ax, rows, summary, phase, t, files, styles)
+            ax.set_title(f"{phase}, {t} thread{'s' if t > 1 else ''}")
+            if not drawn:
+                ax.text(0.5, 0.5, f"no {phase} rows", ha="center", transform=ax.transAxes)
+            if i == len(phases) - 1:
+                ax.set_xlabel("context n (tokens)")
+            if j == 0:
+                ax.set_ylabel("time per layer, one token" if phase == "decode" else "time per layer, n-token prompt")
+        handles, names = [], []
+        for ax in axes[i]:
+            for h, n in zip(*ax.get_legend_handles_labels()):
+                if n not in names:
+                    handles.append(h)
+                    names.append(n)
+        handles.append(Line2D([], [], ls="", marker="o", ms=5, mfc="white", mec=INK))
+        names.append("crossover n* (measured)")
+        axes[i][-1].legend(handles, names, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                           borderaxespad=0, handlelength=2.2)
+    fig.tight_layout()
     return _save(fig, path)
+
+
+def _kernel_styles(kernels):
+    return {k: (PALETTE[i % len(PALETTE)], MARKERS[i % len(MARKERS)]) for i, k in enumerate(sorted(kernels))}
 
 
 def roofline(roof_rows, rows, path):
     """The machine's roofline (best peak per ISA and best triad over thread counts) with
-    every measured kernel configuration as a point at its arithmetic intensity."""
+    every measured kernel configuration as a point at its arithmetic intensity: a colour and
+    marker per kernel, filled for the first thread count and open for the second."""
     peaks = defaultdict(float)
     bw = 0.0
     for r in roof_rows:  # the best over thread counts: the limit of any point drawn
@@ -111,47 +307,107 @@ def roofline(roof_rows, rows, path):
     points = [r for r in _ok(rows) if _num(r, "flops") > 0 and _num(r, "bytes") > 0]
     if not peaks and not points:
         return None
-    fig, ax = plt.subplots(figsize=(7.5, 4.6))
-    xs = [10 ** (e / 10) for e in range(-20, 31)]
-    for i, (isa, peak) in enumerate(sorted(peaks.items())):
-        ax.loglog(xs, [min(peak, x * bw) if bw else peak for x in xs], color=CYCLE[i], lw=1.5,
-                  label=f"{isa} peak {peak:.0f} GFLOP/s")
-    if bw:
-        ax.text(xs[2], xs[2] * bw * 1.2, f"triad {bw:.1f} GB/s", fontsize=8, rotation=30)
-    kernels = sorted({r["kernel"] for r in points})
-    for i, k in enumerate(kernels):
-        pts = [r for r in points if r["kernel"] == k]
-        ax.scatter([_num(r, "flops") / _num(r, "bytes") for r in pts], [_num(r, "gflops") for r in pts],
-                   s=14, color=CYCLE[(i + 3) % len(CYCLE)], label=k, zorder=3)
+    fig, ax = plt.subplots(figsize=(PAGE, 3.7))
+    intensities = [_num(r, "flops") / _num(r, "bytes") for r in points] or [0.1, 100]
+    x_lo, x_hi = min(intensities) / 2, max(intensities) * 2
+    xs = [x_lo * (x_hi / x_lo) ** (i / 200) for i in range(201)]
+    for i, (isa, peak) in enumerate(sorted(peaks.items(), key=lambda p: p[1])):
+        ys = [min(peak, x * bw) if bw else peak for x in xs]
+        ax.plot(xs, ys, color=MUTED if i < len(peaks) - 1 else INK, lw=1.0, zorder=1)
+        ax.text(xs[-1], peak * 1.08, f"{isa} peak {peak:.0f} GFLOP/s", ha="right", va="bottom",
+                fontsize=6.5, color=INK)
+    styles = _kernel_styles({r["kernel"] for r in points})
+    threads = sorted({int(_num(r, "threads")) for r in points})
+    above = 0
+    for k, (color, marker) in styles.items():
+        for ti, t in enumerate(threads):
+            pts = [r for r in points if r["kernel"] == k and int(_num(r, "threads")) == t]
+            if not pts:
+                continue
+            x = [_num(r, "flops") / _num(r, "bytes") for r in pts]
+            y = [_num(r, "gflops") for r in pts]
+            for xi, yi, r in zip(x, y, pts):
+                roof = min(peaks.get(r["isa"], max(peaks.values() or [float("inf")])), xi * bw) if bw else None
+                above += roof is not None and yi > 1.05 * roof
+            ax.plot(x, y, ls="", marker=marker, color=color, mec=color, ms=4.2, mew=0.9,
+                    fillstyle=FILLS[ti % len(FILLS)], zorder=3)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP / byte)")
     ax.set_ylabel("GFLOP/s")
-    ax.set_title("Roofline of this machine (best over thread counts) and the kernels")
-    ax.legend(frameon=False, fontsize=7, loc="lower right")
-    return _save(fig, path)
+    ax.set_title("Roofline (best peak and triad over thread counts) and every measured configuration",
+                 loc="left")
+    if bw:  # along the slope, below it, at the left
+        fig.canvas.draw()
+        x0 = xs[1]
+        (px0, py0), (px1, py1) = ax.transData.transform([(x0, x0 * bw), (x0 * 10, x0 * 10 * bw)])
+        ax.annotate(f"DRAM triad {bw:.1f} GB/s", (x0, x0 * bw), xytext=(4, -9), textcoords="offset points",
+                    fontsize=6.5, color=INK, rotation=math.degrees(math.atan2(py1 - py0, px1 - px0)),
+                    rotation_mode="anchor")
+    kernel_handles = [Line2D([], [], ls="", marker=m, color=c, ms=4.2, label=k)
+                      for k, (c, m) in styles.items()]
+    thread_handles = [Line2D([], [], ls="", marker="o", color=INK, ms=4.2, fillstyle=FILLS[i % len(FILLS)],
+                             label=f"{t} thread{'s' if t > 1 else ''}") for i, t in enumerate(threads)]
+    columns = 1 if len(kernel_handles) <= 12 else 2
+    fig.subplots_adjust(left=0.08, right=0.98 - 0.19 * columns, bottom=0.2 if above else 0.12, top=0.92)
+    fig.legend(handles=kernel_handles, loc="upper left", bbox_to_anchor=(1.0 - 0.19 * columns, 0.92),
+               ncol=columns, title="kernel", title_fontsize=7, handletextpad=0.2, columnspacing=0.6,
+               borderaxespad=0)
+    fig.legend(handles=thread_handles, loc="lower left", bbox_to_anchor=(1.0 - 0.19 * columns, 0.2 if above else 0.12),
+               borderaxespad=0, handletextpad=0.2)
+    if above:
+        fig.text(0.08, 0.03, f"{above} point{'s' if above > 1 else ''} above the roof: working sets that "
+                 "stay in cache between runs, faster than the DRAM roof drawn here.", fontsize=7, color=INK)
+    return _save(fig, path, tight=False)
 
 
-def roofline_fraction(rows, path):
-    """Each kernel's best and median fraction of the attainable roofline, per ISA/threads."""
+def roofline_fraction(rows, path, clip=1.25):
+    """Each kernel's fraction of the same run's roofline: a bar per thread count for the
+    median configuration, a diamond for the best. Fractions above 1 (working sets held in
+    cache, beyond the DRAM roof) sit in a grey band; those above `clip` are cut at its edge
+    with their values printed beside it, so they do not squash the rest."""
+    from matplotlib.patches import Patch
     rows = [r for r in _ok(rows) if _num(r, "roofline_frac") > 0]
     if not rows:
         return None
+    isas = sorted({r["isa"] for r in rows})
     groups = defaultdict(list)
     for r in rows:
-        groups[(r["kernel"], r["isa"], r["threads"])].append(_num(r, "roofline_frac"))
-    keys = sorted(groups)
-    fig, ax = plt.subplots(figsize=(8, 0.35 * len(keys) + 1.5))
-    labels = [f"{k} {i} t{t}" for k, i, t in keys]
-    med = [sorted(groups[k])[len(groups[k]) // 2] for k in keys]
-    best = [max(groups[k]) for k in keys]
-    y = range(len(keys))
-    ax.barh(list(y), best, color="#bfdbfe", label="best configuration")
-    ax.barh(list(y), med, color=BLUE, height=0.5, label="median configuration")
-    ax.set_yticks(list(y))
-    ax.set_yticklabels(labels, fontsize=8)
-    ax.axvline(1.0, color=MUTED, ls="--")
-    ax.set_xlabel("fraction of min(peak FMA, intensity x triad bandwidth), same run")
-    ax.set_title("How close each kernel gets to the roofline")
-    ax.legend(frameon=False, fontsize=8)
+        name = r["kernel"] + (f" ({r['isa']})" if len(isas) > 1 else "")
+        groups[(name, int(_num(r, "threads")))].append(_num(r, "roofline_frac"))
+    kernels = sorted({k for k, _ in groups}, reverse=True)
+    threads = sorted({t for _, t in groups})
+    height = 0.84 / len(threads)
+    fig, ax = plt.subplots(figsize=(COLUMN, 0.15 * len(kernels) * (1 + 0.35 * (len(threads) - 1)) + 0.9))
+    ax.axvspan(1.0, clip, color="#e5e7eb", lw=0, zorder=0)
+    handles = []
+    for ti, t in enumerate(threads):
+        color = [BLUE, ORANGE, GREEN, PURPLE][ti % 4]
+        handles.append(Patch(color=color, label=f"{t} thread{'s' if t > 1 else ''}: median configuration"))
+        for ki, k in enumerate(kernels):
+            vals = sorted(groups.get((k, t), []))
+            if not vals:
+                continue
+            y = ki - (ti - (len(threads) - 1) / 2) * height
+            med, best = vals[len(vals) // 2], vals[-1]
+            ax.barh(y, min(med, clip), height=height * 0.9, color=color, zorder=2)
+            ax.plot([min(best, clip)], [y], marker="D", ms=2.8, color=INK, ls="", zorder=3)
+            if best > clip:
+                text = f"best {best:.1f}" if med <= clip else f"median {med:.1f}, best {best:.1f}"
+                ax.text(clip - 0.04, y, text, va="center", ha="right", fontsize=5.5, zorder=4,
+                        color="white" if med > clip else INK)
+    handles += [Line2D([], [], ls="", marker="D", ms=2.8, color=INK, label="best configuration"),
+                Patch(color="#e5e7eb", label="above 1: faster than the DRAM roof (cache-resident)")]
+    ax.set_yticks(range(len(kernels)))
+    ax.set_yticklabels(kernels, fontsize=6.5)
+    ax.set_ylim(-0.6, len(kernels) - 0.4)
+    ax.set_xlim(0, clip)
+    ax.axvline(1.0, color=MUTED, ls="--", lw=0.7, zorder=1.5)
+    ax.set_xlabel("rate / min(peak FMA, intensity × triad),\nsame run, ISA and threads")
+    fig.suptitle("Fraction of the same run's roofline, per kernel", x=0.02, ha="left", fontsize=8.5)
+    fig.tight_layout()
+    fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.02, 0.0), ncol=1, borderaxespad=0,
+               handlelength=1.4)
     return _save(fig, path)
 
 
@@ -161,7 +417,7 @@ def quant_error(lesson_rows, rows, path):
     quantized = [r for r in _ok(rows) if r["kernel"] == "attn_decode_q" and _num(r, "err_max") > 0]
     if not lesson_rows and not quantized:
         return None
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(COLUMN * 1.35, 2.6))
     schemes = defaultdict(list)
     for r in lesson_rows:
         schemes[r["scheme"]].append((_num(r, "bits"), _num(r, "relative_error")))
@@ -172,32 +428,57 @@ def quant_error(lesson_rows, rows, path):
     for r in quantized:
         measured[r["dtype"]].append((_num(r, "bits"), _num(r, "err_max")))
     for i, (fmt, pts) in enumerate(sorted(measured.items())):
-        ax.semilogy([p[0] for p in pts], [p[1] for p in pts], "s", ms=8, color=CYCLE[(i + 3) % len(CYCLE)],
-                    label=f"measured decode kernel: {fmt} (max error / max |o|)")
+        ax.semilogy([p[0] for p in pts], [p[1] for p in pts], MARKERS[(i + 1) % len(MARKERS)], ms=5,
+                    color=PALETTE[(i + 3) % len(PALETTE)], label=f"measured kernel: {fmt}")
     ax.set_xlabel("bits per cached value")
     ax.set_ylabel("relative error of attention's output")
     ax.set_title("Quantized KV cache: error vs bits")
-    ax.legend(frameon=False, fontsize=7)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     return _save(fig, path)
 
 
 def chunk_vs_time(rows, path):
-    """Time vs chunk length (chunked scans; the window of attn_prefill_window)."""
+    """Time vs chunk length, one panel per kernel with a chunk (the window of
+    attn_prefill_window): a line per context (colour), thread count (line style) and file;
+    only series of two or more chunk lengths."""
     rows = [r for r in _ok(rows) if _num(r, "chunk") > 0]
-    if not rows:
-        return None
     series = defaultdict(list)
     for r in rows:
-        series[(r["kernel"], r["n_ctx"], r["isa"], r["threads"])].append((_num(r, "chunk"), _num(r, "median_s")))
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for i, (key, pts) in enumerate(sorted(series.items())):
-        pts.sort()
-        ax.loglog([p[0] for p in pts], [p[1] for p in pts], "o-", color=CYCLE[i % len(CYCLE)],
-                  label=f"{key[0]} n={key[1]} {key[2]} t{key[3]}", base=2)
-    ax.set_xlabel("chunk length (window for attn_prefill_window)")
-    ax.set_ylabel("seconds per call")
-    ax.set_title("Chunk size vs time")
-    ax.legend(frameon=False, fontsize=7)
+        key = (r["kernel"], int(_num(r, "n_ctx")), int(_num(r, "threads")), r["isa"], r.get("_file", ""))
+        series[key].append((_num(r, "chunk"), _num(r, "median_s")))
+    series = {k: sorted(v) for k, v in series.items() if len({c for c, _ in v}) > 1}
+    if not series:
+        return None
+    kernels = sorted({k[0] for k in series})
+    cols = min(3, len(kernels))
+    nrows = math.ceil(len(kernels) / cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(PAGE, 2.25 * nrows), squeeze=False)
+    styles = ["-", "--", ":", "-."]
+    for idx, kernel in enumerate(kernels):
+        ax = axes[idx // cols][idx % cols]
+        mine = {k: v for k, v in series.items() if k[0] == kernel}
+        ctxs = sorted({k[1] for k in mine})
+        threads = sorted({k[2] for k in mine})
+        files = sorted({k[4] for k in mine})
+        isas = sorted({k[3] for k in mine})
+        for (k, n, t, isa, f), pts in sorted(mine.items()):
+            label = f"n={_tokens(n)}, {t} thread{'s' if t > 1 else ''}" + (f" {isa}" if len(isas) > 1 else "") + (f" [{f}]" if len(files) > 1 else "")
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=2.5,
+                    color=PALETTE[ctxs.index(n) % len(PALETTE)], ls=styles[threads.index(t) % 4], label=label)
+        chunks = [c for v in mine.values() for c, _ in v]
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        _log2_ticks(ax, min(chunks), max(chunks), fmt=lambda v, _p=None: _tokens(v))
+        _time_axis(ax)
+        ax.set_title(kernel, fontsize=8)
+        ax.set_xlabel("window (tokens)" if kernel == "attn_prefill_window" else "chunk length")
+        if idx % cols == 0:
+            ax.set_ylabel("time per call")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, fontsize=6, borderaxespad=0,
+                  handlelength=2.0, columnspacing=0.8)
+    for idx in range(len(kernels), nrows * cols):
+        axes[idx // cols][idx % cols].axis("off")
+    fig.tight_layout(h_pad=1.2)
     return _save(fig, path)
 
 
@@ -221,7 +502,7 @@ def _panels(rows):
 
 
 def lesson_context_cost(rows, path):
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.4))
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(PAGE * 0.8, 2.5))
     labels = [r["label"] for r in rows]
     a1.bar(labels, [_num(r, "pairs_per_head_per_layer") for r in rows], color=RED)
     a1.set_yscale("log")
@@ -230,43 +511,46 @@ def lesson_context_cost(rows, path):
     gb = [_num(r, "kv_cache_bytes") / 1e9 for r in rows]
     a2.bar(labels, gb, color=BLUE)
     for i, g in enumerate(gb):
-        a2.text(i, g + 2, f"{g:.1f} GB", ha="center")
+        a2.text(i, g + 2, f"{g:.1f} GB", ha="center", fontsize=7)
     a2.axhline(80, color=MUTED, ls="--")
-    a2.text(-0.4, 84, "one 80 GB GPU", color="#4b5563")
+    a2.text(-0.4, 84, "one 80 GB GPU", color="#4b5563", fontsize=7)
     a2.set_ylabel("KV cache, GB")
     a2.set_ylim(0, 160)
     a2.set_title("Memory: the KV cache grows with n")
     for a in (a1, a2):
         a.set_xlabel("context length")
+    fig.tight_layout()
     return _save(fig, path)
 
 
 def lesson_window_reach(rows, path):
     panels = _panels(rows)
-    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.8))
+    fig, axes = plt.subplots(1, len(panels), figsize=(PAGE, PAGE / len(panels) + 0.5))
     for a, p in zip(axes, panels):
         a.imshow(_matrix(rows, p), cmap="Blues", vmin=0, vmax=1.3)
         a.set_title(p)
         a.set_xlabel("key position (being read)")
         a.set_ylabel("query position (reading)")
+    fig.tight_layout()
     return _save(fig, path)
 
 
 def lesson_sparse_masks(rows, path):
     panels = _panels(rows)
-    fig, axes = plt.subplots(1, len(panels), figsize=(3 * len(panels), 3.4))
+    fig, axes = plt.subplots(1, len(panels), figsize=(PAGE, PAGE / len(panels) + 0.5))
     for a, p in zip(axes, panels):
         name, _, pairs = p.partition("|")
         a.imshow(_matrix(rows, p), cmap="Blues", vmin=0, vmax=1.3)
-        a.set_title(f"{name}\n{pairs}", fontsize=9)
+        a.set_title(f"{name}\n{pairs}")
         a.set_xlabel("key")
     axes[0].set_ylabel("query")
+    fig.tight_layout()
     return _save(fig, path)
 
 
 def lesson_linear_vs_softmax(rows, path):
     panels = _panels(rows)
-    fig, axes = plt.subplots(1, len(panels), figsize=(8.4, 3.8))
+    fig, axes = plt.subplots(1, len(panels), figsize=(PAGE * 0.8, 2.9))
     im = None
     for a, p in zip(axes, panels):
         im = a.imshow(_matrix(rows, p), cmap="Blues", vmin=0, vmax=1)
@@ -274,27 +558,26 @@ def lesson_linear_vs_softmax(rows, path):
         a.set_xlabel("key")
         a.set_ylabel("query")
     fig.colorbar(im, ax=list(axes), fraction=0.03, label="attention weight")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def lesson_ssm_kernel(rows, path):
-    fig, ax = plt.subplots(figsize=(6, 3.4))
+    fig, ax = plt.subplots(figsize=(COLUMN, 2.3))
     by_a = defaultdict(list)
     for r in rows:
         by_a[r["A"]].append((int(r["k"]), _num(r, "kernel")))
     for (a, pts), color in zip(sorted(by_a.items(), key=lambda x: float(x[0])), (RED, ORANGE, BLUE)):
         ax.plot([p[0] for p in pts], [p[1] for p in pts], color=color, label=f"A = {a}")
     ax.set_xlabel("steps since the input arrived (k)")
-    ax.set_ylabel("how much it still counts, C·A^k·B")
-    ax.set_title("The kernel: how fast a fixed SSM forgets")
-    ax.legend(frameon=False)
+    ax.set_ylabel("weight still carried, C·A^k·B")
+    ax.set_title("How fast a fixed SSM forgets")
+    ax.legend()
+    fig.tight_layout()
     return _save(fig, path)
 
 
 def lesson_selective_recall(rows, path):
-    fig, ax = plt.subplots(figsize=(7, 3.6))
+    fig, ax = plt.subplots(figsize=(PAGE * 0.7, 2.5))
     series = defaultdict(list)
     deltas = {}
     for r in rows:
@@ -308,44 +591,45 @@ def lesson_selective_recall(rows, path):
               "large fixed": (ORANGE, "large fixed Δ = 5")}
     for name, (color, label) in styles.items():
         if series.get(name):
-            ax.plot(xs, [p[1] for p in series[name]], "o-", color=color, label=label)
+            ax.plot(xs, [p[1] for p in series[name]], "o-", color=color, ms=3, label=label)
     ax.set_xlabel("position in the sequence")
     ax.set_ylabel("value / state")
     ax.set_title("Remembering one marked token through noise")
-    ax.legend(frameon=False, fontsize=8, loc="center right")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     return _save(fig, path)
 
 
 def lesson_kv_per_token(rows, path):
-    fig, ax = plt.subplots(figsize=(7, 3.2))
+    fig, ax = plt.subplots(figsize=(COLUMN * 1.5, 2.2))
     kb = [_num(r, "bytes_per_token") / 1024 for r in rows]
     names = [r["design"] for r in rows]
     ax.barh(names[::-1], kb[::-1], color=[GREEN, ORANGE, PURPLE, BLUE, RED][: len(kb)])
     for i, v in enumerate(kb[::-1]):
-        ax.text(v + 5, i, f"{v:.0f} KB", va="center")
+        ax.text(v + 5, i, f"{v:.0f} KB", va="center", fontsize=7)
     ax.set_xlabel("KV cache per token, all 32 layers (KB)")
-    ax.set_xlim(0, 600)
+    ax.set_xlim(0, 620)
     ax.set_title("Shrinking the cache per token")
     return _save(fig, path)
 
 
 def lesson_memory_vs_context(rows, path):
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    fig, ax = plt.subplots(figsize=(PAGE * 0.75, 2.8))
     series = defaultdict(list)
     order = []
     for r in rows:
         if r["method"] not in series:
             order.append(r["method"])
         series[r["method"]].append((_num(r, "context"), _num(r, "bytes")))
-    for name in order:
+    for i, name in enumerate(order):
         pts = series[name]
-        ax.loglog([p[0] for p in pts], [p[1] / 1e9 for p in pts], label=name)
+        ax.loglog([p[0] for p in pts], [p[1] / 1e9 for p in pts], color=PALETTE[i % len(PALETTE)], label=name)
     ax.axhline(80, color=MUTED, ls="--")
-    ax.text(1_200, 95, "80 GB GPU", color="#4b5563")
+    ax.text(1_200, 95, "80 GB GPU", color="#4b5563", fontsize=7)
     ax.set_xlabel("context length n (tokens)")
     ax.set_ylabel("cache for one conversation (GB)")
     ax.set_title("What each design must keep, as context grows")
-    ax.legend(frameon=False, fontsize=8, loc="lower right")
+    # outside the axes: inside, every corner holds a line (state-space runs along the bottom)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     return _save(fig, path)
 
 

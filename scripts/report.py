@@ -1,20 +1,38 @@
 #!/usr/bin/python3
-"""results/*.csv -> results/report.md with PNG figures (make report).
+"""results/*.csv -> results/report.md, its tables in three formats and its figures (make report).
 
-usage: scripts/report.py [RESULTS_DIR]   (default: results)
+usage: scripts/report.py [RESULTS_DIR] [--format markdown|latex|csv] [--table NAME]
 
-Reads every results CSV in RESULTS_DIR (the DESIGN.md columns: sweep, crossover, roofline,
-gbench), crossover_summary.csv, info.json (longmix info --format json) and lesson/*.csv
-(longmix lesson --csv), and writes RESULTS_DIR/report.md with fig_*.png beside it. It only
-formats and plots what longmix measured or computed.
+Reads every results CSV at the top of RESULTS_DIR (default: results; the DESIGN.md columns:
+sweep, crossover, roofline, gbench, merged shards), crossover_summary.csv, info.json
+(longmix info --format json), lesson/*.csv (longmix lesson --csv) and targets/*.csv
+(make targets), and writes
+  RESULTS_DIR/report.md                  the report; its top names the machine, the dates,
+                                         the git revisions and every file it read
+  RESULTS_DIR/tables/NAME.{md,tex,csv}   each table of the report as Markdown, LaTeX
+                                         (booktabs, plain numbers, a caption naming the
+                                         machine and git revision) and CSV (raw values)
+  RESULTS_DIR/fig_*.{png,pdf,svg}        the figures, sized for a two-column paper
+--format FMT prints every table (or the one named by --table) to stdout in FMT instead, and
+rewrites tables/ alone (quick: nothing is drawn; report.md and the figures stay as they are).
+It only formats and plots what longmix measured or computed.
+
+The report is PRODUCERS, in order: each takes the Results and returns a list of items,
+Markdown lines (str) and tables (tables.Table), or [] to say nothing. A new section, e.g.
+the model tables and figures of `longmix model`, is one function added to PRODUCERS (it may
+live in a module of its own); its tables get the LaTeX and CSV forms with no more code.
 """
 import csv
+import datetime
 import json
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plot  # noqa: E402
+import tables  # noqa: E402
+from tables import Col, Table  # noqa: E402
 
 REQUIRED = ("run_id,timestamp,git_rev,host,cpu_model,isa,threads,kernel,dtype,bits,n_ctx,chunk,"
             "heads,kv_heads,head_dim,d_inner,d_state,batch,reps,median_s,min_s,p25_s,p75_s,gflops,"
@@ -32,150 +50,378 @@ def is_results(path):
     return header[: len(REQUIRED)] == REQUIRED
 
 
-def fmt_time(s):
-    s = float(s)
-    if s <= 0:
-        return "-"
-    if s < 1e-3:
-        return f"{s * 1e6:.1f} µs"
-    if s < 1:
-        return f"{s * 1e3:.2f} ms"
-    return f"{s:.2f} s"
+def num(row, key):
+    try:
+        return float(row.get(key) or 0)
+    except ValueError:
+        return 0.0
 
 
-def table(header, rows):
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(out)
+def tree_revision():
+    """The git revision of the scripts drawing the report (+dirty), or "unknown"."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        rev = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return rev + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
-def main():
-    results = sys.argv[1] if len(sys.argv) > 1 else "results"
-    files = sorted(f for f in os.listdir(results) if f.endswith(".csv"))
-    by_file = {f: read_csv(os.path.join(results, f)) for f in files
-               if is_results(os.path.join(results, f))}
-    roof = by_file.get("roofline.csv", [])
-    cross = by_file.get("crossover.csv", [])
-    measured = [r for f, rows in by_file.items() if f != "roofline.csv" for r in rows]
-    summary_path = os.path.join(results, "crossover_summary.csv")
-    summary = read_csv(summary_path) if os.path.exists(summary_path) else []
-    lesson_dir = os.path.join(results, "lesson")
-    lesson = {}
-    if os.path.isdir(lesson_dir):
-        for f in os.listdir(lesson_dir):
-            if f.endswith(".csv"):
-                lesson[f[:-4]] = read_csv(os.path.join(lesson_dir, f))
-    md = ["# longmix report", ""]
-    info_path = os.path.join(results, "info.json")
-    if os.path.exists(info_path):
-        info = json.load(open(info_path))
-        topo = info.get("topology", {})
-        md += ["## Machine", "",
-               f"- CPU: {info.get('cpu_model')} ({topo.get('packages')} package, {topo.get('cores')} cores, "
-               f"{topo.get('pus')} PUs; L1d {topo.get('l1d_bytes', 0) // 1024} KiB, L2 {topo.get('l2_bytes', 0) // 1024} KiB, "
-               f"L3 {topo.get('l3_bytes', 0) // 2**20} MiB x {topo.get('l3_count')}; "
-               f"{topo.get('numa_nodes')} NUMA node(s), {topo.get('total_memory_bytes', 0) / 2**30:.1f} GiB)",
-               f"- ISA path: {info.get('isa', {}).get('active')} ({info.get('isa', {}).get('why')}); "
-               f"available: {', '.join(info.get('isa', {}).get('available', []))}",
-               f"- OpenMP: {info.get('openmp', {}).get('max_threads')} threads, proc_bind "
-               f"{info.get('openmp', {}).get('proc_bind')}, places {info.get('openmp', {}).get('omp_places')}",
-               f"- Build: {info.get('compiler')}, git {info.get('git_rev')}", ""]
-    elif measured:
-        r = measured[0]
-        md += ["## Machine", "", f"- CPU: {r['cpu_model']}, host {r['host']}, git {r['git_rev']}", ""]
+class Results:
+    """Everything report.py read from one results folder, and where it came from."""
 
-    md += ["## Roofline (same-run limits)", ""]
-    if roof:
+    def __init__(self, directory, figures=True):
+        self.dir = directory
+        self.figures = figures  # False: tables only, nothing drawn
+        self.used = []  # (file, what), for the report's top
+        self.files = {}
+        for f in sorted(os.listdir(directory)):
+            path = os.path.join(directory, f)
+            if f.endswith(".csv") and os.path.isfile(path) and is_results(path):
+                rows = read_csv(path)
+                for r in rows:
+                    r["_file"] = f
+                self.files[f] = rows
+                self.used.append((f, f"{len(rows)} rows"))
+        self.roof = self.files.get("roofline.csv", [])
+        self.cross = self.files.get("crossover.csv", [])
+        self.measured = [r for f, rows in self.files.items() if f != "roofline.csv" for r in rows]
+        self.summary = self._optional_csv("crossover_summary.csv")
+        self.info = None
+        info_path = os.path.join(directory, "info.json")
+        if os.path.exists(info_path):
+            with open(info_path) as f:
+                self.info = json.load(f)
+            self.used.append(("info.json", "longmix info"))
+        self.lesson = {}
+        lesson_dir = os.path.join(directory, "lesson")
+        if os.path.isdir(lesson_dir):
+            for f in sorted(os.listdir(lesson_dir)):
+                if f.endswith(".csv"):
+                    self.lesson[f[:-4]] = read_csv(os.path.join(lesson_dir, f))
+            self.used.append(("lesson/", f"{len(self.lesson)} files"))
+        self.targets_dir = os.path.join(directory, "targets")
+        targets = sorted(f for f in os.listdir(self.targets_dir) if f.endswith(".csv")) \
+            if os.path.isdir(self.targets_dir) else []
+        if targets:
+            self.used.append(("targets/", f"{len(targets)} files: {', '.join(targets)}"))
+        else:
+            self.targets_dir = None
+        self.all_rows = [r for rows in self.files.values() for r in rows]
+
+    def draw(self, plotter, *args):
+        """plotter(*args) (a plot.py function: the PNG path or None), unless tables only."""
+        return plotter(*args) if self.figures else None
+
+    def _optional_csv(self, name):
+        path = os.path.join(self.dir, name)
+        if not os.path.exists(path):
+            return []
+        rows = read_csv(path)
+        self.used.append((name, f"{len(rows)} rows"))
+        return rows
+
+    def machine(self):
+        """("CPU model", "host", cores) of the rows (or info.json)."""
+        if self.all_rows:
+            r = self.all_rows[0]
+            return r["cpu_model"], r["host"], r.get("cores", "?")
+        if self.info:
+            return self.info.get("cpu_model", "?"), "?", self.info.get("topology", {}).get("cores", "?")
+        return "unknown CPU", "?", "?"
+
+    def revisions(self):
+        revs = sorted({r["git_rev"] for r in self.all_rows})
+        if not revs and self.info:
+            revs = [self.info.get("git_rev", "unknown")]
+        return revs or ["unknown"]
+
+    def measured_between(self):
+        stamps = sorted(r["timestamp"] for r in self.all_rows if r.get("timestamp"))
+        return (stamps[0], stamps[-1]) if stamps else None
+
+    def caption(self):
+        """What a pasted table says about its source: machine, host, git revision, date."""
+        cpu, host, _ = self.machine()
+        span = self.measured_between()
+        date = f", measured {span[0][:10]}" if span else ""
+        return f"{cpu} (host {host}), longmix git {', '.join(self.revisions())}{date}"
+
+
+def figure(path, alt):
+    """The Markdown of a drawn figure (path None: nothing drawn, []) naming its PDF and SVG."""
+    if not path:
+        return []
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return [f"![{alt}]({os.path.basename(path)})", "", f"({stem}.pdf and {stem}.svg beside it.)", ""]
+
+
+# ---- producers -----------------------------------------------------------------------------
+
+def top(res):
+    cpu, host, cores = res.machine()
+    span = res.measured_between()
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    isas = sorted({r["isa"] for r in res.measured})
+    return ["# longmix report", "",
+            f"- Machine: {cpu}, host {host}, {cores} cores" + (f"; ISA path {', '.join(isas)}" if isas else ""),
+            f"- Measured: {span[0]} to {span[1]}" if span else "- Measured: (no rows)",
+            f"- Git revision of the measurements: {', '.join(res.revisions())}; report drawn at "
+            f"{tree_revision()} on {now}",
+            f"- Results files read from {res.dir}: " + "; ".join(f"{f} ({what})" for f, what in res.used),
+            "- Tables also in tables/ as .md, .tex (booktabs) and .csv; figures as .png, .pdf, .svg", ""]
+
+
+def machine_details(res):
+    info = res.info
+    if not info:
+        return []
+    topo = info.get("topology", {})
+    isa = info.get("isa", {})
+    omp = info.get("openmp", {})
+    return ["## Machine", "",
+            f"- CPU: {info.get('cpu_model')} ({topo.get('packages')} package, {topo.get('cores')} cores, "
+            f"{topo.get('pus')} PUs; L1d {topo.get('l1d_bytes', 0) // 1024} KiB, L2 {topo.get('l2_bytes', 0) // 1024} KiB, "
+            f"L3 {topo.get('l3_bytes', 0) // 2**20} MiB x {topo.get('l3_count')}; "
+            f"{topo.get('numa_nodes')} NUMA node(s), {topo.get('total_memory_bytes', 0) / 2**30:.1f} GiB)",
+            f"- ISA path: {isa.get('active')} ({isa.get('why')}); available: {', '.join(isa.get('available', []))}",
+            f"- OpenMP: {omp.get('max_threads')} threads, proc_bind {omp.get('proc_bind')}, places {omp.get('omp_places')}",
+            f"- Build: {info.get('compiler')}, git {info.get('git_rev')}", ""]
+
+
+def roofline_section(res):
+    out = ["## Roofline (same-run limits)", ""]
+    roof = res.roof
+    if not roof:
+        out += ["(no roofline.csv: run `longmix roofline`)", ""]
+    else:
+        triad = {r["threads"]: num(r, "gbps") for r in roof if r["kernel"] == "stream_triad"}
         rows = []
-        triad = {r["threads"]: float(r["gbps"]) for r in roof if r["kernel"] == "stream_triad"}
         for r in roof:
             if r["kernel"] == "peak_fma":
                 bw = triad.get(r["threads"], 0.0)
-                rows.append((r["threads"], r["isa"], f"{float(r['gflops']):.1f}", f"{bw:.2f}",
-                             f"{float(r['gflops']) / bw:.1f}" if bw else "-"))
-        md += [table(("threads", "isa", "peak GFLOP/s (f32 FMA)", "STREAM triad GB/s", "ridge FLOP/byte"), rows), ""]
+                rows.append([int(num(r, "threads")), r["isa"], num(r, "gflops"), bw or None,
+                             num(r, "gflops") / bw if bw else None])
+        out += [Table("roofline", "Peak f32 FMA per ISA path and STREAM triad bandwidth per thread count",
+                      [Col("threads", "int"), Col("ISA"), Col("peak GFLOP/s", "num", 1),
+                       Col("triad GB/s", "num", 2), Col("ridge", "num", 1)], rows,
+                      "Peak: f32 FMA chains in registers. Triad: STREAM a = b + 3c on float64. "
+                      "Ridge: peak / triad (FLOP per byte), the arithmetic intensity where a kernel stops being "
+                      "bound by memory."), ""]
         dot = [r for r in roof if r["kernel"] == "peak_dot_i8" and r.get("status", "ok") == "ok"]
         if dot:  # the compute roof of the quantized KV decode (VPDPBUSD: 128 operations each)
-            md += ["int8 dot-product peak (AVX512-VNNI, the quantized decode's compute roof): " +
-                   ", ".join(f"{float(r['gflops']):.0f} GOP/s = {float(r['gflops']) / 128:.1f} G "
-                             f"VPDPBUSD/s on {r['threads']} thread(s)" for r in dot) + ".", ""]
-    else:
-        md += ["(no results/roofline.csv: run `longmix roofline`)", ""]
-    fig = plot.roofline(roof, measured, os.path.join(results, "fig_roofline.png"))
-    if fig:
-        md += [f"![roofline]({os.path.basename(fig)})", ""]
+            out += ["int8 dot-product peak (AVX512-VNNI, the quantized decode's compute roof): " +
+                    ", ".join(f"{num(r, 'gflops'):.0f} GOP/s = {num(r, 'gflops') / 128:.1f} G "
+                              f"VPDPBUSD/s on {r['threads']} thread(s)" for r in dot) + ".", ""]
+    out += figure(res.draw(plot.roofline, roof, res.measured, os.path.join(res.dir, "fig_roofline.png")), "roofline")
+    return out
 
-    md += ["## SSM vs attention crossover", ""]
-    if summary:
-        rows = []
+
+OPEN_ENDED = {"below_grid": "already faster at the smallest n measured: extend the grid down",
+              "above_grid": "not crossed within the grid: extend it up"}
+
+
+def crossover_section(res):
+    out = ["## SSM vs attention crossover", ""]
+    summary = res.summary
+    if not summary:
+        out += ["(no crossover_summary.csv: run `longmix crossover`)", ""]
+    else:
+        isas = sorted({s["isa"] for s in summary})
+        rows, open_ended = [], []
         for s in summary:
-            n = s["n_star"]
-            measured_n = {"found": f"**{float(n):.0f}**", "below_grid": f"<= {float(n):.0f}",
-                          "above_grid": f"> {float(n):.0f}"}.get(s["found"], "no data")
-            bracket = (f"n={s['lo_n']}: {fmt_time(s['lo_a_s'])} vs {fmt_time(s['lo_b_s'])}"
-                       f"{'; next n=' + s['hi_n'] if s['found'] == 'found' else ''}")
-            rows.append((s["phase"], f"{s['method_a']} vs {s['method_b']}", s["dtype"], s["isa"],
-                         s["threads"], measured_n, bracket,
-                         s["memory_n"] if float(s["memory_n"] or 0) > 0 else "-",
-                         f"{float(s['flop_n']):.0f}" if float(s["flop_n"] or 0) > 0 else "-"))
-        md += [table(("phase", "comparison", "KV dtype", "isa", "threads", "measured n*",
-                      "lower bracketing measurement (a vs b)", "memory n*", "FLOP n*"), rows), "",
-               "Measured n*: log-log interpolation between the two grid points where attention's time "
-               "passes the other method's (per layer; the layer count cancels). Memory n*: where the KV "
-               "cache reaches the recurrent state (kernels/arith, 80 and 528.5 for the M8 geometry). "
-               "FLOP n*: where the kernels' own flop counts cross.", ""]
-    else:
-        md += ["(no crossover_summary.csv: run `longmix crossover`)", ""]
-    fig = plot.time_vs_context(cross or measured, summary, os.path.join(results, "fig_time_vs_context.png"))
-    if fig:
-        md += [f"![time vs context]({os.path.basename(fig)})", ""]
+            found = s["found"]
+            n_star = {"found": f"{num(s, 'n_star'):.0f}", "below_grid": f"<= {num(s, 'n_star'):.0f}",
+                      "above_grid": f"> {num(s, 'n_star'):.0f}"}.get(found, "no data")
+            if found in OPEN_ENDED:
+                open_ended.append(f"{s['phase']} {s['method_a']} vs {s['method_b']} ({s['dtype']}, "
+                                  f"{s['threads']} thread(s)): {n_star}, {OPEN_ENDED[found]}")
+            bracket = (f"{num(s, 'lo_n'):.0f}–{num(s, 'hi_n'):.0f}" if found == "found" else
+                       f"{num(s, 'lo_n'):.0f}" if num(s, "lo_n") > 0 else None)
+            rows.append([s["phase"], s["method_b"], s["dtype"]] + ([s["isa"]] if len(isas) > 1 else []) +
+                        [int(num(s, "threads")), n_star, bracket, num(s, "lo_a_s") or None,
+                         num(s, "lo_b_s") or None, num(s, "memory_n") or None, num(s, "flop_n") or None])
+        cols = ([Col("phase"), Col("attention vs"), Col("KV")] +
+                ([Col("ISA")] if len(isas) > 1 else []) +
+                [Col("threads", "int"), Col("measured n*", right=True), Col("bracket n", right=True),
+                 Col("attention", "time"), Col("other", "time"),
+                 Col("memory n*", "num", 1), Col("FLOP n*", "int")])
+        note = ("Measured n*: the context where attention's time reaches the other method's, "
+                "log-log interpolated between the two grid points of the bracket (per layer; the "
+                "layer count cancels). Attention, other: their times at the bracket's lower point. "
+                "Memory n*: where the KV cache reaches the recurrent state (kernels/arith, 80 and "
+                "528.5 for the M8 geometry at 2 bytes per value). FLOP n*: where the kernels' own "
+                "flop counts cross.")
+        out += [Table("crossover", "Measured SSM-vs-attention crossover per layer" +
+                      (f" ({isas[0]})" if len(isas) == 1 else ""), cols, rows, note, wide=True), ""]
+        if open_ended:
+            out += ["Outside the measured grid:", ""] + [f"- {t}" for t in open_ended] + [""]
+    fig = res.draw(plot.time_vs_context, res.cross or res.measured, summary,
+                   os.path.join(res.dir, "fig_time_vs_context.png"))
+    out += figure(fig, "time vs context")
+    return out
 
-    md += ["## Fraction of the roofline", ""]
-    fig = plot.roofline_fraction(measured, os.path.join(results, "fig_roofline_fraction.png"))
-    md += [f"![roofline fraction]({os.path.basename(fig)})" if fig else "(no row carries a roofline fraction)", ""]
 
-    md += ["## Quantization error vs bits", ""]
-    fig = plot.quant_error(lesson.get("kv_quant_error", []), measured,
-                           os.path.join(results, "fig_quant_error.png"))
-    md += [f"![quantization error]({os.path.basename(fig)})" if fig else "(no data)", ""]
+def fraction_section(res):
+    fig = res.draw(plot.roofline_fraction, res.measured, os.path.join(res.dir, "fig_roofline_fraction.png"))
+    return ["## Fraction of the roofline", ""] + (figure(fig, "roofline fraction") if fig else
+                                                   ["(no row carries a roofline fraction)", ""])
 
-    md += ["## Chunk size vs time", ""]
-    fig = plot.chunk_vs_time(measured, os.path.join(results, "fig_chunk.png"))
-    md += [f"![chunk vs time]({os.path.basename(fig)})" if fig else
-           "(no chunked kernel measured: `longmix sweep --preset chunk-size`)", ""]
 
-    md += ["## The lesson's eight figures (data from `longmix lesson --csv`)", ""]
+def quant_section(res):
+    fig = res.draw(plot.quant_error, res.lesson.get("kv_quant_error", []), res.measured,
+                           os.path.join(res.dir, "fig_quant_error.png"))
+    return ["## Quantization error vs bits", ""] + (figure(fig, "quantization error") or ["(no data)", ""])
+
+
+def chunk_section(res):
+    fig = res.draw(plot.chunk_vs_time, res.measured, os.path.join(res.dir, "fig_chunk.png"))
+    return ["## Chunk size vs time", ""] + (figure(fig, "chunk vs time") or
+                                            ["(no chunked kernel measured at two chunk lengths: "
+                                             "`longmix sweep --preset chunk-size`)", ""])
+
+
+def targets_section(res):
+    if res.targets_dir is None:
+        return []
+    import targets  # noqa: E402 (scripts/targets.py: the verdicts of make targets)
+    rows = targets.load(res.targets_dir)
+    if not rows:
+        return []
+    t, unsteady = targets.evaluate(rows)
+    return ["## Speed targets (targets/, make targets)", "",
+            f"{t.met} met, {t.missed} missed, {t.unmeasured} not measured"
+            + (f"; {unsteady} rows had unsteady repetitions (targets/targets.md lists them)" if unsteady else "")
+            + ".", "",
+            Table("targets", "Speed targets of the attention and recurrent families",
+                  [Col("family"), Col("target", width=0.46), Col("measured (median)", width=0.27, brief=True),
+                   Col("verdict")], [list(r) for r in t.rows], wide=True), ""]
+
+
+def lesson_section(res):
+    out = ["## The lesson's eight figures (data from `longmix lesson --csv`)", ""]
     for name, draw, caption in plot.LESSON_FIGURES:
-        if name in lesson and lesson[name]:
-            path = draw(lesson[name], os.path.join(results, f"fig_lesson_{name}.png"))
-            md += [f"### {caption}", "", f"![{name}]({os.path.basename(path)})", ""]
+        out += [f"### {caption}", ""]
+        if res.lesson.get(name):
+            out += figure(res.draw(draw, res.lesson[name], os.path.join(res.dir, f"fig_lesson_{name}.png")), name)
         else:
-            md += [f"### {caption}", "", "(missing: run `longmix lesson --csv results/lesson`)", ""]
+            out += ["(missing: run `longmix lesson --csv results/lesson`)", ""]
+    return out
 
-    md += ["## Every measurement", ""]
-    rows = []
-    for f, file_rows in sorted(by_file.items()):
-        for r in file_rows:
-            rows.append((f, r["kernel"], r["isa"], r["threads"], r["dtype"], r["n_ctx"],
-                         r["chunk"], r["d_state"], fmt_time(r["median_s"]),
-                         f"{float(r['gflops']):.2f}", f"{float(r['gbps']):.2f}",
-                         f"{float(r['roofline_frac']):.2f}", r["status"]))
-    md += [table(("file", "kernel", "isa", "threads", "dtype", "n_ctx", "chunk", "d_state", "median",
-                  "GFLOP/s", "GB/s", "roofline", "status"), rows), ""]
-    failed = [r for rows in by_file.values() for r in rows if r["status"] != "ok"]
+
+def measurements_section(res):
+    rows = [[f, r["kernel"], r["isa"], int(num(r, "threads")), r["dtype"], int(num(r, "n_ctx")),
+             int(num(r, "chunk")), int(num(r, "d_state")), num(r, "median_s"), num(r, "gflops"),
+             num(r, "gbps"), num(r, "roofline_frac"), r["status"]]
+            for f, file_rows in sorted(res.files.items()) for r in file_rows]
+    out = ["## Every measurement", "",
+           Table("measurements", "Every measured row",
+                 [Col("file"), Col("kernel"), Col("ISA"), Col("threads", "int"), Col("dtype"),
+                  Col("n_ctx", "int"), Col("chunk", "int"), Col("d_state", "int"), Col("median", "time"),
+                  Col("GFLOP/s", "num", 2), Col("GB/s", "num", 2), Col("roofline", "num", 2),
+                  Col("status")], rows, wide=True), ""]
+    failed = [r for r in res.all_rows if r["status"] != "ok"]
     if failed:
-        md += [f"**{len(failed)} failed rows** (status wrong = output differs from the float64 reference):", ""]
-        md += [f"- {r['kernel']} {r['isa']} t{r['threads']} {r['dtype']} n={r['n_ctx']}: {r['status']}: {r.get('note', '')}"
-               for r in failed]
-        md += [""]
-    out = os.path.join(results, "report.md")
-    with open(out + ".tmp", "w") as f:
-        f.write("\n".join(md))
-    os.replace(out + ".tmp", out)
-    print(f"report: {out} ({len(by_file)} results files, "
-          f"{sum(1 for _ in os.listdir(results) if _.startswith('fig_'))} figures)", file=sys.stderr)
+        out += [f"**{len(failed)} failed rows** (status wrong = output differs from the float64 reference):", ""]
+        out += [f"- {r['kernel']} {r['isa']} t{r['threads']} {r['dtype']} n={r['n_ctx']}: {r['status']}: "
+                f"{r.get('note', '')}" for r in failed] + [""]
+    return out
+
+
+PRODUCERS = [top, machine_details, roofline_section, crossover_section, fraction_section,
+             quant_section, chunk_section, targets_section, lesson_section, measurements_section]
+
+
+# ---- writing -------------------------------------------------------------------------------
+
+def write_atomic(path, text):
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
+
+
+def build(res):
+    """Runs the producers: (the report's Markdown, its tables in order)."""
+    md, found = [], []
+    for produce in PRODUCERS:
+        for item in produce(res):
+            if isinstance(item, Table):
+                found.append(item)
+                md.append(tables.markdown(item))
+            else:
+                md.append(item)
+    return "\n".join(md), found
+
+
+def parse_args(argv):
+    results, fmt, only = "results", None, None
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-h", "--help"):
+            print(__doc__)
+            sys.exit(0)
+        elif a in ("--format", "--table"):
+            if i + 1 >= len(argv):
+                sys.exit(f"report.py: {a} needs a value")
+            if a == "--format":
+                fmt = argv[i + 1]
+                if fmt not in tables.FORMATS:
+                    sys.stderr.write(f"report.py: --format must be one of {', '.join(tables.FORMATS)}, got '{fmt}'\n")
+                    sys.exit(2)
+            else:
+                only = argv[i + 1]
+            i += 2
+            continue
+        elif a.startswith("-"):
+            sys.stderr.write(f"report.py: unknown option '{a}' (try --help)\n")
+            sys.exit(2)
+        else:
+            results = a
+        i += 1
+    if only is not None and fmt is None:
+        fmt = "markdown"
+    return results, fmt, only
+
+
+def main(argv):
+    results, fmt, only = parse_args(argv)
+    if not os.path.isdir(results):
+        sys.stderr.write(f"report.py: {results} is not a folder\n")
+        return 2
+    res = Results(results, figures=fmt is None)
+    md, found = build(res)
+    if only is not None and only not in [t.name for t in found]:
+        sys.stderr.write(f"report.py: no table '{only}' in this report (tables: "
+                         f"{', '.join(t.name for t in found)})\n")
+        return 2
+    if fmt is None:
+        write_atomic(os.path.join(results, "report.md"), md)
+    table_dir = os.path.join(results, "tables")
+    os.makedirs(table_dir, exist_ok=True)
+    caption = res.caption()
+    for t in found:
+        for ext, form in (("md", "markdown"), ("tex", "latex"), ("csv", "csv")):
+            write_atomic(os.path.join(table_dir, f"{t.name}.{ext}"), tables.render(t, form, caption) + "\n")
+    if fmt is not None:
+        for t in found:
+            if only is None or t.name == only:
+                print(tables.render(t, fmt, caption))
+                print()
+        print(f"report: {len(found)} tables in {table_dir}/ (report.md and the figures left as "
+              "they were: run without --format to redraw them)", file=sys.stderr)
+        return 0
+    print("\n".join(line for line in top(res)[2:] if line))  # the report's top
+    sys.stdout.flush()
+    figures = sorted(f for f in os.listdir(results) if f.startswith("fig_") and f.endswith(".png"))
+    print(f"report: {os.path.join(results, 'report.md')} ({len(res.files)} results files, "
+          f"{len(found)} tables in {table_dir}/, {len(figures)} figures as PNG, PDF and SVG)",
+          file=sys.stderr)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

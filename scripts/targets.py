@@ -75,22 +75,29 @@ def fma_frac(rows, r):
 
 
 class Table:
+    """The verdicts as Markdown lines (targets.md) and as rows (family, target, measured,
+    verdict) for the report's LaTeX and CSV tables."""
+
     def __init__(self):
         self.lines = []
+        self.rows = []
+        self.family = ""
         self.met = self.missed = self.unmeasured = 0
 
     def add(self, target, measured, ok):
-        verdict = "not measured" if ok is None else ("met" if ok else "**missed**")
+        verdict = "not measured" if ok is None else ("met" if ok else "missed")
         if ok is None:
             self.unmeasured += 1
         elif ok:
             self.met += 1
         else:
             self.missed += 1
-        self.lines.append(f"| {target} | {measured} | {verdict} |")
+        self.lines.append(f"| {target} | {measured} | {'**missed**' if ok is False else verdict} |")
+        self.rows.append((self.family, target, measured, verdict))
 
     def info(self, target, measured):
         self.lines.append(f"| {target} | {measured} | reported |")
+        self.rows.append((self.family, target, measured, "reported"))
 
 
 def ms(r):
@@ -143,6 +150,7 @@ def vnni_floor_text(rows, r):
 
 
 def attention(rows, t):
+    t.family = "attention"
     t.lines += ["", "## Attention family (GQA 32/8, head_dim 128)", "",
                 "| target | measured (median) | verdict |", "|---|---|---|"]
     for dtype in ("f32", "f16"):
@@ -269,6 +277,7 @@ def ratio_target(rows, t, name, fast, slow, want, **where):
 
 
 def recurrent(rows, t):
+    t.family = "recurrent"
     t.lines += ["", "## Recurrent family", "", "| target | measured (median) | verdict |",
                 "|---|---|---|"]
     m1 = one(rows, kernel="mamba1_scan", n_ctx=4096, d_inner=2048, d_state=16, threads=1)
@@ -345,6 +354,14 @@ def noisy(rows, t):
     return len(out)
 
 
+def evaluate(rows):
+    """Every target's verdict from the rows of load(): (Table, number of unsteady rows)."""
+    t = Table()
+    attention(rows, t)
+    recurrent(rows, t)
+    return t, noisy(rows, t)
+
+
 def main():
     if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
         sys.stderr.write("usage: scripts/targets.py DIR  (the CSVs of scripts/targets.sh)\n")
@@ -353,10 +370,7 @@ def main():
     if not rows:
         sys.stderr.write(f"targets.py: no sweep rows in {sys.argv[1]}\n")
         return 2
-    t = Table()
-    attention(rows, t)
-    recurrent(rows, t)
-    unsteady = noisy(rows, t)
+    t, unsteady = evaluate(rows)
     head = rows[0]
     print(f"# Speed targets: {head['cpu_model']}, {head['cores']} cores, git {head['git_rev']}")
     print()

@@ -1,0 +1,85 @@
+# scripts/report.py and scripts/tables.py: the report's top, its tables as Markdown, LaTeX
+# and CSV, the figures in three formats.
+
+report_rows() { # a results folder $WORK/r: two hand-made rows, a crossover summary, a targets run
+  mkdir -p "$WORK/r/targets"
+  local h="run_id,timestamp,git_rev,host,cpu_model,isa,threads,kernel,dtype,bits,n_ctx,chunk,heads,kv_heads,head_dim,d_inner,d_state,batch,reps,median_s,min_s,p25_s,p75_s,gflops,gbps,roofline_frac,checksum,status,flops,bytes,err_max,note,compiler,cores,llc_bytes"
+  {
+    echo "$h"
+    echo "r1,2026-12-02T10:00:00Z,abc1234,alpha,Alpha_CPU & Co,avx512,1,peak_fma,f32,32,0,0,0,0,0,0,0,1,5,1,1,1,1,200,0,1,0,ok,0,0,-1,,gcc,2,1"
+    echo "r1,2026-12-02T10:00:01Z,abc1234,alpha,Alpha_CPU & Co,avx512,1,stream_triad,f64,64,0,0,0,0,0,0,0,1,5,1,1,1,1,0,25,1,0,ok,0,0,-1,,gcc,2,1"
+  } > "$WORK/r/roofline.csv"
+  {
+    echo "$h"
+    echo "r2,2026-12-02T10:05:00Z,abc1234,alpha,Alpha_CPU & Co,avx512,1,attn_decode,f16,16,4096,0,32,8,128,0,0,1,5,0.0015,0.0014,0.00145,0.0016,11,22,0.8,1.5,ok,1.6e7,3.3e7,0.001,,gcc,2,1"
+    echo "r2,2026-12-02T10:06:00Z,abc1234,alpha,Alpha_CPU & Co,avx512,1,attn_decode,f16,16,8192,0,32,8,128,0,0,1,5,0.003,0.0029,0.00295,0.0031,11,22,0.8,1.5,ok,3.2e7,6.6e7,0.001,,gcc,2,1"
+  } > "$WORK/r/sweep.csv"
+  {
+    echo "phase,method_a,method_b,dtype,isa,threads,found,n_star,lo_n,lo_a_s,lo_b_s,hi_n,memory_n,flop_n"
+    echo "decode,attention,Mamba-1 step,f16,avx512,1,found,1116.4,1024,0.000311468,0.000469225,2048,80,40"
+    echo "prefill,causal attention,mamba1_scan,f32,avx512,1,above_grid,4096,4096,6.81,7.83,0,0,79"
+  } > "$WORK/r/crossover_summary.csv"
+  printf '%s\n' 'cpu_model,cores,git_rev,kernel,dtype,n_ctx,chunk,heads,threads,d_inner,d_state,median_s,gflops,gbps,roofline_frac,err_max,bytes,status' \
+    'cpu,2,abc,mamba1_scan,f32,4096,0,0,1,2048,16,0.1342,0,0,0,0,0,ok' > "$WORK/r/targets/mamba1.csv"
+}
+
+test_report_top_tables_and_figure_formats() {
+  report_rows
+  expect_exit 0 "$PYTHON" scripts/report.py "$WORK/r"
+  # the top of report.md (and of make report's output): machine, dates, revisions, files
+  expect_text out "- Machine: Alpha_CPU & Co, host alpha, 2 cores; ISA path avx512"
+  expect_text out "- Measured: 2026-12-02T10:00:00Z to 2026-12-02T10:06:00Z"
+  expect_text out "- Git revision of the measurements: abc1234; report drawn at "
+  expect_text out "- Results files read from $WORK/r: roofline.csv (2 rows); sweep.csv (2 rows); crossover_summary.csv (2 rows); targets/ (1 files: mamba1.csv)"
+  sed -n 3p "$WORK/r/report.md" | grep -qF -- "- Machine: Alpha_CPU & Co"
+  grep -qF "| decode | Mamba-1 step | f16 | 1 | 1116 | 1024–2048 | 311.5 µs | 469.2 µs | 80.0 | 40 |" "$WORK/r/report.md"
+  grep -qF -- "- prefill causal attention vs mamba1_scan (f32, 1 thread(s)): > 4096, not crossed within the grid: extend it up" "$WORK/r/report.md"
+  grep -qF "| recurrent | Mamba-1 scan exact ZOH, 1 thread: <= 2.0 ns per element | 1.00 ns | met |" "$WORK/r/report.md"
+  for t in roofline crossover targets measurements; do
+    for ext in md tex csv; do [ -s "$WORK/r/tables/$t.$ext" ] || { echo "    no tables/$t.$ext" >&2; return 1; }; done
+  done
+  for f in roofline time_vs_context; do
+    for ext in png pdf svg; do [ -s "$WORK/r/fig_$f.$ext" ] || { echo "    no fig_$f.$ext" >&2; return 1; }; done
+  done
+  head -c 4 "$WORK/r/fig_roofline.pdf" | grep -q '%PDF'
+  grep -q '<svg' "$WORK/r/fig_roofline.svg"
+}
+test_report_latex_and_csv_tables() {
+  report_rows
+  expect_exit 0 "$PYTHON" scripts/report.py "$WORK/r" --format latex --table crossover
+  # booktabs, plain numbers (one unit per time column: ms here), escapes, machine and revision
+  expect_text out '\begin{table*}[t]'
+  expect_text out '\caption{Measured SSM-vs-attention crossover per layer (avx512). Alpha\_CPU \& Co (host alpha), longmix git abc1234, measured 2026-12-02}'
+  expect_text out 'phase & attention vs & KV & threads & measured n* & bracket n & attention (ms) & other (ms) & memory n* & FLOP n* \\'
+  expect_text out 'decode & Mamba-1 step & f16 & 1 & 1116 & 1024--2048 & 0.311 & 0.469 & 80.0 & 40 \\'
+  expect_text out 'prefill & mamba1\_scan & f32 & 1 & $>$ 4096 & 4096 & 6810 & 7830 & -- & 79 \\'
+  expect_text out '\bottomrule'
+  [ ! -e "$WORK/r/report.md" ]   # --format prints tables and draws nothing
+  expect_exit 0 "$PYTHON" scripts/report.py "$WORK/r" --format csv --table roofline
+  expect_text out "threads,ISA,peak GFLOP/s,triad GB/s,ridge"
+  expect_text out "1,avx512,200.0,25.00,8.0"
+  expect_exit 0 "$PYTHON" scripts/report.py "$WORK/r" --format csv --table crossover
+  expect_text out "decode,Mamba-1 step,f16,1,1116,1024–2048,0.000311468,0.000469225,80.0,40"
+  expect_exit 2 "$PYTHON" scripts/report.py "$WORK/r" --format latex --table nope
+  expect_text err "no table 'nope' in this report (tables: roofline, crossover, targets, measurements)"
+  expect_exit 2 "$PYTHON" scripts/report.py "$WORK/r" --format html
+  expect_exit 2 "$PYTHON" scripts/report.py "$WORK/nowhere"
+  expect_text err "is not a folder"
+}
+test_tables_escapes_and_units() {
+  "$PYTHON" - <<'PY'
+import sys
+sys.path.insert(0, "scripts")
+import tables
+assert tables.tex_escape("a_b 5 % <= 64 -> 10^6 & #") == r"a\_b 5 \% $\le$ 64 $\to$ $10^{6}$ \& \#", tables.tex_escape("a_b 5 % <= 64 -> 10^6 & #")
+assert tables._time_unit([20e-6, 30e-6, 40e-6]) == (1e-6, r"$\mu$s")
+assert tables._time_unit([0.0003, 6.8, 0.0005]) == (1e-3, "ms")
+assert tables._time_unit([2.0, 7.0]) == (1.0, "s")
+assert tables.fmt_time(0.0002395) == "239.5 µs" and tables.fmt_time(1.5) == "1.50 s" and tables.fmt_time(None) == "-"
+t = tables.Table("x", "T", [tables.Col("a"), tables.Col("t", "time"), tables.Col("n", "int")],
+                 [["p", 0.5, 3], ["q", None, None]])
+assert tables.csv_text(t) == "a,t (s),n\np,0.5,3\nq,,\n", tables.csv_text(t)
+assert "| q | - | - |" in tables.markdown(t)
+assert "q & -- & -- \\\\" in tables.latex(t, "M"), tables.latex(t, "M")
+PY
+}
