@@ -43,7 +43,7 @@ MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h"]
 CYCLE = PALETTE[:10]
 FILLS = ["full", "none", "left", "top"]  # 1st, 2nd, ... thread count of a figure
 
-NAMES = {"attn_decode": "attention", "attn_decode_q": "attention, quantized KV",
+NAMES = {"attn_decode": "attention", "attn_decode_q": "attention",
          "mamba1_step": "Mamba-1 step", "ssd_step": "Mamba-2 SSD step",
          "attn_prefill": "causal attention", "mamba1_scan": "Mamba-1 scan",
          "ssd_chunked": "Mamba-2 SSD, chunked", "linear_chunked": "linear attention, chunked",
@@ -170,13 +170,28 @@ PREFILL_GROWING = {"attn_prefill"}
 PREFILL_OTHER = {"mamba1_scan", "linear_chunked", "ssd_chunked"}
 
 
+CONFIG = ("chunk", "heads", "kv_heads", "head_dim", "d_inner", "d_state", "batch", "bits")
+
+
 def _context_sources(rows):
     """The rows the time-vs-context figure draws: crossover.csv's alone when it has any (the
-    crossover table was computed from them), else every file's, each file its own line."""
+    crossover table was computed from them), else every file's, each file its own line; and
+    of each kernel, dtype, threads and file, only the configuration (chunk, geometry) measured
+    at the most contexts, so that a line varies n alone (a chunk study at one n is
+    fig_chunk's)."""
     wanted = DECODE_GROWING | DECODE_FLAT | PREFILL_GROWING | PREFILL_OTHER
     rows = [r for r in _ok(rows) if r["kernel"] in wanted]
-    cross = [r for r in rows if r.get("_file") == "crossover.csv"]
-    return cross or rows
+    rows = [r for r in rows if r.get("_file") == "crossover.csv"] or rows
+    contexts = defaultdict(set)
+    for r in rows:
+        line = (r["kernel"], r["dtype"], r["threads"], r.get("_file"))
+        contexts[line, tuple(r.get(c, "") for c in CONFIG)].add(r["n_ctx"])
+    best = {}
+    for (line, config), ns in sorted(contexts.items()):
+        if line not in best or len(ns) > len(contexts[line, best[line]]):
+            best[line] = config
+    return [r for r in rows if best[(r["kernel"], r["dtype"], r["threads"], r.get("_file"))]
+            == tuple(r.get(c, "") for c in CONFIG)]
 
 
 def _series_label(r, phase, files):
@@ -222,7 +237,7 @@ def _context_panel(ax, rows, summary, phase, threads, files, styles):
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=marker, ms=3, color=color,
                 label=label)
     for label, t in sorted(flats.items()):
-        ax.plot([ns[0], ns[-1]], [t, t], ls="--", color=styles[label][0], label=label + ", per token")
+        ax.axhline(t, ls="--", color=styles[label][0], label=label + ", per token")
     marks = []
     for s in summary:
         if s.get("phase") != phase or s.get("found") != "found" or int(_num(s, "threads")) != threads:
@@ -279,8 +294,9 @@ def time_vs_context(rows, summary, path):
                 if n not in names:
                     handles.append(h)
                     names.append(n)
-        handles.append(Line2D([], [], ls="", marker="o", ms=5, mfc="white", mec=INK))
-        names.append("crossover n* (measured)")
+        if any(s.get("phase") == phase and s.get("found") == "found" for s in summary):
+            handles.append(Line2D([], [], ls="", marker="o", ms=5, mfc="white", mec=INK))
+            names.append("crossover n* (measured)")
         axes[i][-1].legend(handles, names, loc="upper left", bbox_to_anchor=(1.02, 1.0),
                            borderaxespad=0, handlelength=2.2)
     fig.tight_layout()

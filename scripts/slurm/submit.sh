@@ -14,8 +14,10 @@
 #   --out DIR        results folder (created); DIR/command records the invocation
 #   --resume [LIST]  finish an earlier submission into DIR: resubmit the array indexes LIST
 #                    (e.g. 2 or 1,3), by default every shard without its .done marker; each
-#                    task continues its shard file with --resume (rows kept, the rest measured)
-#   --sbatch OPT     pass OPT to both sbatch calls (repeatable), e.g. --sbatch --partition=p
+#                    task continues its shard file with --resume (rows kept, the rest
+#                    measured). With every shard done, submits the merge job alone.
+#   --sbatch OPT     pass OPT to both sbatch calls (repeatable, one --name=value each),
+#                    e.g. --sbatch --partition=p --sbatch --time=02:00:00
 #   --shard-sbatch OPT  pass OPT to the array only, e.g. --shard-sbatch --cpus-per-task=8
 #   --no-report      merge only, no report.md
 #   --longmix PATH   the longmix binary the tasks run (default: $LONGMIX or build/longmix
@@ -23,14 +25,14 @@
 #   --dry-run        print the sbatch commands, submit nothing
 # SUBCOMMAND must accept --shard and --resume (longmix sweep does). A fresh submission into
 # a DIR that already holds shard files is refused (pass --resume or choose another DIR).
-# Exit: 0 submitted, 2 bad usage. Prints "ARRAY_JOB_ID MERGE_JOB_ID" on stdout (what it did
-# on stderr); watch them with squeue.
+# Exit: 0 submitted, 2 bad usage. Prints "ARRAY_JOB_ID MERGE_JOB_ID" on stdout ("-" for no
+# array; what it did on stderr); watch them with squeue.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 
-usage() { sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 die() { echo "slurm/submit.sh: $*" >&2; exit 2; }
 
 shards="" out="" resume=0 resume_list="" report=1 dry=0
@@ -84,7 +86,6 @@ if [ "$resume" -eq 1 ]; then
     for k in $(seq 1 "$shards"); do
       [ -f "$out/shards/$sub-$k-of-$shards.csv.done" ] || resume_list+=${resume_list:+,}$k
     done
-    [ -n "$resume_list" ] || die "every shard in $out/shards is done already; nothing to resume"
   fi
   for k in ${resume_list//,/ }; do
     [ "$k" -ge 1 ] && [ "$k" -le "$shards" ] || die "--resume index $k is outside 1..$shards"
@@ -102,6 +103,15 @@ shard_cmd=(sbatch --parsable --array="$array" --job-name="longmix-$sub"
            "${both_opts[@]}" "${shard_opts[@]}" "$here/shard.sbatch" "$shards" "$sub" "$@")
 merge_cmd=(sbatch --parsable --job-name="longmix-$sub-merge" --kill-on-invalid-dep=yes
            --output="$out/logs/merge.out" --export="$export_vars" "${both_opts[@]}")
+if [ -z "$array" ]; then # --resume with every shard done: the merge alone
+  [ "$dry" -eq 1 ] && { printf '%q ' "${merge_cmd[@]}" "$here/merge.sbatch" "$shards" "$sub"; echo; exit 0; }
+  command -v sbatch >/dev/null || die "sbatch not found (scripts/install-deps.sh --slurm installs Slurm)"
+  merge_id=$("${merge_cmd[@]}" "$here/merge.sbatch" "$shards" "$sub")
+  merge_id=${merge_id%%;*}
+  echo "slurm/submit.sh: every shard in $out/shards is done; merge job $merge_id alone" >&2
+  echo "- $merge_id"
+  exit 0
+fi
 if [ "$dry" -eq 1 ]; then
   printf '%q ' "${shard_cmd[@]}"; echo
   printf '%q ' "${merge_cmd[@]}" --dependency=afterok:ARRAY_JOB_ID "$here/merge.sbatch" "$shards" "$sub"; echo

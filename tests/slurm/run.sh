@@ -135,11 +135,14 @@ msg=$("$SUBMIT" --shards 4 --out "$tmp/a" -- sweep "${SWEEP[@]}" 2>&1); rc=$?
 set -e
 [ "$rc" -eq 2 ] && grep -q "already holds shard files" <<<"$msg" || fail "a fresh submission over shards was accepted ($rc)"
 ok "a fresh submission into a folder with shards is refused"
-set +e
-msg=$("$SUBMIT" --resume --shards 4 --out "$tmp/a" -- sweep "${SWEEP[@]}" 2>&1); rc=$?
-set -e
-[ "$rc" -eq 2 ] && grep -q "every shard .* is done" <<<"$msg" || fail "--resume of a finished run: $rc $msg"
-ok "--resume of a finished submission says there is nothing to do"
+rm "$tmp/a/sweep.csv"
+read -r none merge < <("$SUBMIT" --resume --shards 4 --out "$tmp/a" --no-report -- sweep "${SWEEP[@]}" 2>"$tmp/again.log")
+[ "$none" = - ] && grep -q "every shard in .* is done; merge job $merge alone" "$tmp/again.log" ||
+  fail "--resume with every shard done: '$none $merge' $(cat "$tmp/again.log")"
+wait_job "$merge" 60
+[ "$(job_states "$merge")" = COMPLETED ] && same_configs "$tmp/a/sweep.csv" "$tmp/reference.csv" >/dev/null ||
+  fail "the merge job alone: $(job_states "$merge")"
+ok "--resume of a finished submission runs the merge alone (job $merge)"
 set +e
 msg=$("$SUBMIT" --resume --shards 4 --out "$tmp/a" -- sweep "${SWEEP[@]}" --reps 5 2>&1); rc=$?
 set -e
