@@ -119,47 +119,58 @@ def _time_axis(ax, axis="y"):
     a.set_minor_formatter(NullFormatter())
 
 
+def _crosses(a, b, c, d):
+    """True when segment a-b crosses segment c-d (display coordinates)."""
+    def side(p, q, r):
+        return (q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0])
+    return side(a, b, c) * side(a, b, d) < 0 and side(c, d, a) * side(c, d, b) < 0
+
+
 def _place_labels(ax, points, fontsize=6.5):
-    """Text labels near points, clear of each other, of the points and of the lines drawn:
-    each (x, y, text) tries offsets on growing rings around its point and takes the first
-    whose box touches nothing placed or drawn (else the one touching least), with a thin
-    leader line when it sits away from the point."""
+    """Text labels near points, clear of each other, of the points, of the lines drawn and
+    of each other's leader lines: each (x, y, text) tries offsets on growing rings around its
+    point and takes the first whose box touches nothing (else the one touching least), with a
+    thin leader line when it sits away from its point. Call after the figure's layout."""
     fig = ax.figure
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     paths = [line.get_transform().transform_path(line.get_path()) for line in ax.get_lines()
              if len(line.get_xdata()) > 1]
     marks = [ax.transData.transform((x, y)) for x, y, _ in points]
-    taken = []
-    rings = [(r * math.cos(a), r * math.sin(a)) for r in (9, 16, 24, 34)
+    taken, leaders = [], []
+    rings = [(r * math.cos(a), r * math.sin(a)) for r in (9, 16, 24, 34, 46)
              for a in (math.pi / 2, -math.pi / 2, 0, math.pi, math.pi / 4, -math.pi / 4,
                        3 * math.pi / 4, -3 * math.pi / 4)]
     for x, y, text in sorted(points):
         best = None
+        anchor = ax.transData.transform((x, y))
         for dx, dy in rings:
             label = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points",
                                 ha="center", va="center", fontsize=fontsize, color=INK)
             box = label.get_window_extent(renderer).expanded(1.15, 1.3)
-            inside = (box.x0 >= ax.bbox.x0 and box.x1 <= ax.bbox.x1 and box.y0 >= ax.bbox.y0
-                      and box.y1 <= ax.bbox.y1)
-            hits = (sum(box.overlaps(b) for b in taken) * 3 + (not inside) * 5
+            inside = (box.x0 >= ax.bbox.x0 + 4 and box.x1 <= ax.bbox.x1 - 2 and
+                      box.y0 >= ax.bbox.y0 + 2 and box.y1 <= ax.bbox.y1 - 2)
+            center = ((box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2)
+            hits = (sum(box.overlaps(b) for b in taken) * 3 + (not inside) * 20
                     + sum(box.contains(px, py) for px, py in marks) * 3
+                    + sum(_crosses(anchor, center, a, b) for a, b in leaders) * 3
                     + sum(p.intersects_bbox(box, filled=False) for p in paths))
             if best is None or hits < best[0]:
                 if best is not None:
                     best[1].remove()
-                best = (hits, label, (dx, dy))
+                best = (hits, label, (dx, dy), center)
             else:
                 label.remove()
             if hits == 0:
                 break
-        _, label, (dx, dy) = best
+        _, label, (dx, dy), center = best
         if math.hypot(dx, dy) > 12:
             label.remove()
             label = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points",
                                 ha="center", va="center", fontsize=fontsize, color=INK,
                                 arrowprops=dict(arrowstyle="-", lw=0.5, color=MUTED, shrinkA=0, shrinkB=3))
         taken.append(label.get_window_extent(renderer))
+        leaders.append((tuple(anchor), center))
 
 
 # ---- measurements -----------------------------------------------------------------------
@@ -216,7 +227,8 @@ def _interp_loglog(pts, x):
 
 
 def _context_panel(ax, rows, summary, phase, threads, files, styles):
-    """One panel: time vs context for one phase and thread count; returns True if drawn."""
+    """One panel: time vs context for one phase and thread count; returns the crossover
+    marks to label [(n*, time, text)], or None when there is nothing to draw."""
     growing = DECODE_GROWING if phase == "decode" else PREFILL_GROWING
     others = DECODE_FLAT if phase == "decode" else PREFILL_OTHER
     series, flats = defaultdict(list), {}
@@ -229,7 +241,7 @@ def _context_panel(ax, rows, summary, phase, threads, files, styles):
         elif _num(r, "n_ctx") > 0:
             series[label].append((_num(r, "n_ctx"), _num(r, "median_s")))
     if not series:
-        return False
+        return None
     ns = sorted({n for pts in series.values() for n, _ in pts})
     for label, pts in sorted(series.items()):
         pts.sort()
@@ -254,9 +266,7 @@ def _context_panel(ax, rows, summary, phase, threads, files, styles):
     ax.set_yscale("log")
     _log2_ticks(ax, ns[0], ns[-1])
     _time_axis(ax)
-    if marks:
-        _place_labels(ax, marks)
-    return True
+    return marks
 
 
 def time_vs_context(rows, summary, path):
@@ -277,12 +287,14 @@ def time_vs_context(rows, summary, path):
     styles = {lab: (PALETTE[i % len(PALETTE)], MARKERS[i % len(MARKERS)]) for i, lab in enumerate(labels)}
     fig, axes = plt.subplots(len(phases), len(threads), figsize=(PAGE, 2.35 * len(phases)),
                              squeeze=False)
+    marks = []
     for i, phase in enumerate(phases):
         for j, t in enumerate(threads):
             ax = axes[i][j]
             drawn = _context_panel(ax, rows, summary, phase, t, files, styles)
+            marks.append((ax, drawn or []))
             ax.set_title(f"{phase}, {t} thread{'s' if t > 1 else ''}")
-            if not drawn:
+            if drawn is None:
                 ax.text(0.5, 0.5, f"no {phase} rows", ha="center", transform=ax.transAxes)
             if i == len(phases) - 1:
                 ax.set_xlabel("context n (tokens)")
@@ -300,6 +312,9 @@ def time_vs_context(rows, summary, path):
         axes[i][-1].legend(handles, names, loc="upper left", bbox_to_anchor=(1.02, 1.0),
                            borderaxespad=0, handlelength=2.2)
     fig.tight_layout()
+    for ax, points in marks:  # after the layout: the places tried are the places drawn
+        if points:
+            _place_labels(ax, points)
     return _save(fig, path)
 
 
