@@ -135,6 +135,34 @@ static bool row_ok(const lm_csv *csv, size_t r, int status_column)
     return strcmp(csv->cells[r][status_column], "ok") == 0;
 }
 
+/* One pass over the rows that are ok (ok_rows) or not: a row whose key is in `seen` or
+ * `also` (may be NULL) is dropped and counted in *duplicates; the others add their key to
+ * `seen` and count in *kept (may be NULL). */
+static lm_status keep_first(lm_csv *csv, const char *name, bool ok_rows, lm_key_set *seen,
+                            const lm_key_set *also, size_t *duplicates, size_t *kept,
+                            lm_error *err)
+{
+    const int status_column = lm_csv_column(csv, "status");
+    for (size_t r = 0; r < csv->rows; r++) {
+        if (row_ok(csv, r, status_column) != ok_rows)
+            continue;
+        char *key = lm_csv_row_key(csv, r);
+        int added = key == NULL                                   ? -1
+                    : also != NULL && lm_key_set_has(also, key) ? 0
+                                                                : lm_key_set_add(seen, key);
+        free(key);
+        if (added < 0)
+            return lm_fail(err, LM_ERR_NOMEM, "out of memory reading %s", name);
+        if (added == 0) {
+            lm_csv_remove_row(csv, r--);
+            (*duplicates)++;
+        } else if (kept != NULL) {
+            (*kept)++;
+        }
+    }
+    return LM_OK;
+}
+
 lm_status lm_results_resume(lm_csv *csv, const char *name, const lm_machine_meta *meta,
                             bool force, lm_key_set *done, lm_key_set *failed,
                             lm_resume_counts *counts, lm_error *err)
@@ -147,37 +175,10 @@ lm_status lm_results_resume(lm_csv *csv, const char *name, const lm_machine_meta
         s = check_resume_machine(csv, name, meta, err);
     if (s != LM_OK)
         return s;
-    const int status_column = lm_csv_column(csv, "status");
     /* ok rows first: a configuration with an ok row is done, whatever else the file says */
-    for (size_t r = 0; r < csv->rows; r++) {
-        if (!row_ok(csv, r, status_column))
-            continue;
-        char *key = lm_csv_row_key(csv, r);
-        int added = key ? lm_key_set_add(done, key) : -1;
-        free(key);
-        if (added < 0)
-            return lm_fail(err, LM_ERR_NOMEM, "out of memory reading %s", name);
-        if (added == 0) {
-            lm_csv_remove_row(csv, r--);
-            counts->duplicates++;
-        }
-    }
-    for (size_t r = 0; r < csv->rows; r++) {
-        if (row_ok(csv, r, status_column))
-            continue;
-        char *key = lm_csv_row_key(csv, r);
-        int added = key == NULL ? -1 : lm_key_set_has(done, key) ? 0 : lm_key_set_add(failed, key);
-        free(key);
-        if (added < 0)
-            return lm_fail(err, LM_ERR_NOMEM, "out of memory reading %s", name);
-        if (added == 0) {
-            lm_csv_remove_row(csv, r--);
-            counts->duplicates++;
-        } else {
-            counts->failed++;
-        }
-    }
-    return LM_OK;
+    if ((s = keep_first(csv, name, true, done, NULL, &counts->duplicates, NULL, err)) != LM_OK)
+        return s;
+    return keep_first(csv, name, false, failed, done, &counts->duplicates, &counts->failed, err);
 }
 
 lm_status lm_results_put(lm_csv *csv, const lm_key_set *failed, const lm_machine_meta *meta,

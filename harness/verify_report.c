@@ -289,29 +289,44 @@ static const char *outcome_word(outcome result)
     return result == OUTCOME_PASS ? "PASS" : result == OUTCOME_FAIL ? "FAIL" : "ERROR";
 }
 
+/* "file: section/name", the label of a check in text and TAP. */
+static void write_label(FILE *out, const check *c, escape_mode mode)
+{
+    write_escaped(out, c->file, mode);
+    fputs(": ", out);
+    write_escaped(out, c->section, mode);
+    fputc('/', out);
+    write_escaped(out, c->name, mode);
+}
+
+/* "expected E, got G (T)", a failed check's story in text and JUnit. */
+static void write_verdict(FILE *out, const check *c, escape_mode mode)
+{
+    fputs("expected ", out);
+    write_escaped(out, c->expected, mode);
+    fputs(", got ", out);
+    write_escaped(out, c->got, mode);
+    fputs(" (", out);
+    write_escaped(out, c->tolerance, mode);
+    fputc(')', out);
+}
+
 static void write_text(const lm_report *report, FILE *out)
 {
     for (size_t i = 0; i < report->count; i++) {
         const check *c = &report->checks[i];
         fprintf(out, "%s ", outcome_word(c->result));
-        write_escaped(out, c->file, ESCAPE_TEXT);
         if (c->result == OUTCOME_ERROR) {
+            write_escaped(out, c->file, ESCAPE_TEXT);
             fputs(": ", out);
             write_escaped(out, c->got, ESCAPE_TEXT);
             fputs(" (not checked)\n", out);
             continue;
         }
+        write_label(out, c, ESCAPE_TEXT);
         fputs(": ", out);
-        write_escaped(out, c->section, ESCAPE_TEXT);
-        fputc('/', out);
-        write_escaped(out, c->name, ESCAPE_TEXT);
-        fputs(": expected ", out);
-        write_escaped(out, c->expected, ESCAPE_TEXT);
-        fputs(", got ", out);
-        write_escaped(out, c->got, ESCAPE_TEXT);
-        fputs(" (", out);
-        write_escaped(out, c->tolerance, ESCAPE_TEXT);
-        fputs(")\n", out);
+        write_verdict(out, c, ESCAPE_TEXT);
+        fputc('\n', out);
     }
 }
 
@@ -328,11 +343,7 @@ static void write_tap(const lm_report *report, FILE *out)
     for (size_t i = 0; i < report->count; i++) {
         const check *c = &report->checks[i];
         fprintf(out, "%s %zu - ", c->result == OUTCOME_PASS ? "ok" : "not ok", i + 1);
-        write_escaped(out, c->file, ESCAPE_TAP);
-        fputs(": ", out);
-        write_escaped(out, c->section, ESCAPE_TAP);
-        fputc('/', out);
-        write_escaped(out, c->name, ESCAPE_TAP);
+        write_label(out, c, ESCAPE_TAP);
         fputc('\n', out);
         if (c->result == OUTCOME_PASS)
             continue;
@@ -366,13 +377,9 @@ static void write_junit_case(const check *c, FILE *out)
         fputs("\"/>\n    </testcase>\n", out);
         return;
     }
-    fputs(">\n      <failure message=\"expected ", out);
-    write_escaped(out, c->expected, ESCAPE_XML);
-    fputs(", got ", out);
-    write_escaped(out, c->got, ESCAPE_XML);
-    fputs(" (", out);
-    write_escaped(out, c->tolerance, ESCAPE_XML);
-    fputs(")\"/>\n    </testcase>\n", out);
+    fputs(">\n      <failure message=\"", out);
+    write_verdict(out, c, ESCAPE_XML);
+    fputs("\"/>\n    </testcase>\n", out);
 }
 
 static void write_junit(const lm_report *report, FILE *out)
