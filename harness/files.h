@@ -21,7 +21,8 @@
  * malloc'd buffer with a NUL after the last byte (*size excludes it). LM_ERR_IO naming the
  * path for: a missing or unreadable file, a directory ("is a directory"), a FIFO, device
  * or socket ("not a regular file"), a terminal on standard input, read errors; LM_ERR_ARG
- * when the file holds more than max_bytes bytes ("... more than the 64 MiB limit"). */
+ * when the file holds more than max_bytes bytes ("PATH: larger than the 16 MiB limit for
+ * such a file"). */
 lm_status lm_read_file(const char *path, size_t max_bytes, bool allow_stdin, char **bytes,
                        size_t *size, lm_error *err);
 

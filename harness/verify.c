@@ -24,7 +24,7 @@ static void verify_usage(FILE *out)
     fputs("usage: longmix verify [--sha256 HEX] [--format text|tap|junit|json] [--output FILE]\n"
           "                      [--contracts DIR] [FILE...]\n"
           "\n"
-          "Checks numerical contracts. Each FILE (a regular file of at most 64 MiB, or '-' for\n"
+          "Checks numerical contracts. Each FILE (a regular file of at most 16 MiB, or '-' for\n"
           "standard input, a pipe, with --sha256) is read once; the SHA-256 of its bytes must\n"
           "equal its pin (the line for it in SHA256SUMS in its folder, or --sha256 when one FILE\n"
           "is given); then its JSON is parsed and every expected number is recomputed in C.\n"
@@ -87,7 +87,8 @@ static int file_error(lm_report *report, const char *path, const char *message)
 {
     say(message);
     const size_t length = strlen(path);
-    const bool named = strncmp(message, path, length) == 0 && strncmp(message + length, ": ", 2) == 0;
+    const bool named =
+        strncmp(message, path, length) == 0 && strncmp(message + length, ": ", 2) == 0;
     lm_report_error(report, path, named ? message + length + 2 : message);
     return LM_EXIT_USAGE;
 }

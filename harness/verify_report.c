@@ -187,7 +187,13 @@ size_t lm_report_errors(const lm_report *report)
 
 /* ---- escaping ------------------------------------------------------------------- */
 
-typedef enum escape_mode { ESCAPE_TEXT, ESCAPE_TAP, ESCAPE_YAML, ESCAPE_XML, ESCAPE_JSON } escape_mode;
+typedef enum escape_mode {
+    ESCAPE_TEXT, /* a text report line, stderr */
+    ESCAPE_TAP,  /* a TAP description: '#' too */
+    ESCAPE_YAML, /* a single-quoted YAML value: ' too */
+    ESCAPE_XML,  /* an XML attribute: the five entities */
+    ESCAPE_JSON, /* a JSON string: '"', and backslashes of the text form */
+} escape_mode;
 
 /* Length of the valid UTF-8 sequence at p (1..4), or 0 when p starts an invalid one;
  * *code receives its code point. */

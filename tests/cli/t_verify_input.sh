@@ -116,9 +116,9 @@ test_missing_pin_names_the_folder() {
   expect_exit 0 bash -c "cd '$WORK/sub' && '$LONGMIX' verify m8.json"
 }
 test_contract_over_the_size_limit_is_refused() {
-  truncate -s 65M "$WORK/big.json"
+  truncate -s 17M "$WORK/big.json"
   expect_exit 2 "$LONGMIX" verify --sha256 "$(pin_of contracts/m8.json)" "$WORK/big.json"
-  expect_text err "$WORK/big.json: larger than the 64 MiB limit for such a file"
+  expect_text err "$WORK/big.json: larger than the 16 MiB limit for such a file"
 }
 test_long_pin_line_is_reported_at_its_own_line() {
   mkdir "$WORK/c"
