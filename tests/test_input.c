@@ -172,14 +172,16 @@ Test(input, pin_lines_of_any_length_keep_their_numbers)
 {
     char *dir = scratch(), path[256];
     snprintf(path, sizeof path, "%s/SHA256SUMS", dir);
+    /* line 1 a valid pin of a 2000-character name (a 1024-byte line buffer made its tail
+     * line 2), line 2 a valid pin, line 3 not a pin */
     char *text = malloc(4096);
     memset(text, 'a', 64);
-    snprintf(text + 64, 4096 - 64, "  %02000d\nnot a pin\n", 7); /* line 1: 2066 characters */
+    snprintf(text + 64, 4096 - 64, "  %02000d\n%064d  m8.json\nnot a pin\n", 7, 0);
     write_text(path, text);
     lm_pin_list pins;
     lm_error err;
     cr_assert_eq(lm_pins_read(path, &pins, &err), LM_ERR_PARSE);
-    cr_assert(strstr(err.message, "SHA256SUMS:2: expected") != NULL, "%s", err.message);
+    cr_assert(strstr(err.message, "SHA256SUMS:3: expected") != NULL, "%s", err.message);
     free(text);
     unlink(path);
     rmdir(dir);

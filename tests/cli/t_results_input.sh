@@ -17,6 +17,11 @@ w.writeheader()
 w.writerows(rows)
 PY
 }
+# plant_links OUT TARGET: symlinks to TARGET at the old writer's temp names OUT.tmp.<pid>
+# for the next 400 pids (made by one process, so the next ones are the command's)
+plant_links() {
+  "$PYTHON" -c 'import os, sys; [os.symlink(sys.argv[2], "%s.tmp.%d" % (sys.argv[1], p)) for p in range(os.getpid() + 1, os.getpid() + 401)]' "$1" "$2"
+}
 rows_of() { "$PYTHON" -c 'import csv,sys; print(len(list(csv.DictReader(open(sys.argv[1])))))' "$1"; }
 
 test_option_integers_that_overflow_are_usage_errors() {
@@ -99,9 +104,7 @@ test_merge_keeps_configurations_whose_names_differ_past_311_characters() {
 }
 test_sweep_never_writes_through_a_planted_temp_link() {
   echo precious > "$WORK/victim"
-  local pid
-  # the old writer's temp names, OUT.tmp.<pid>, for the next 400 pids
-  for pid in $(seq $$ $(($$ + 400))); do ln -s "$WORK/victim" "$WORK/s.csv.tmp.$pid"; done
+  plant_links "$WORK/s.csv" "$WORK/victim"
   expect_exit 0 tiny "$WORK/s.csv"
   [ "$(cat "$WORK/victim")" = precious ] || { echo "    the victim was overwritten" >&2; return 1; }
   [ "$(rows_of "$WORK/s.csv")" -eq 3 ]

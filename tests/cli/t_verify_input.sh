@@ -1,6 +1,11 @@
 # `longmix verify` on bad input: what it reads (regular files, sizes, ragged arrays, memory
 # budgets), what it prints (escaped ids), and how an aborted run reads in every format.
 pin_of() { sha256sum "$1" | cut -d' ' -f1; }
+# plant_links OUT TARGET: symlinks to TARGET at the old writer's temp names OUT.tmp.<pid>
+# for the next 400 pids (made by one process, so the next ones are the command's)
+plant_links() {
+  "$PYTHON" -c 'import os, sys; [os.symlink(sys.argv[2], "%s.tmp.%d" % (sys.argv[1], p)) for p in range(os.getpid() + 1, os.getpid() + 401)]' "$1" "$2"
+}
 # kernel_case OUT EDIT: contracts/kernels.json's first attention_prefill case that expects
 # values, changed by the Python statement EDIT (on `c`), as the only case of OUT.
 kernel_case() {
@@ -122,14 +127,15 @@ test_contract_over_the_size_limit_is_refused() {
 }
 test_long_pin_line_is_reported_at_its_own_line() {
   mkdir "$WORK/c"
-  { printf '%064d  %02000d\n' 0 7; echo "not a pin"; } > "$WORK/c/SHA256SUMS"
+  # a valid pin of a 2000-character name, a valid pin, then a bad line 3 (a 1024-byte line
+  # buffer made the long name's tail line 2)
+  { printf '%064d  %02000d\n' 0 7; printf '%064d  m8.json\n' 0; echo "not a pin"; } > "$WORK/c/SHA256SUMS"
   expect_exit 2 "$LONGMIX" verify --contracts "$WORK/c"
-  expect_text err "$WORK/c/SHA256SUMS:2: expected '<64 hex digits>  <file>'"
+  expect_text err "$WORK/c/SHA256SUMS:3: expected '<64 hex digits>  <file>'"
 }
 test_output_is_written_atomically_and_never_through_a_planted_link() {
   echo precious > "$WORK/victim"
-  local pid
-  for pid in $(seq $$ $(($$ + 400))); do ln -s "$WORK/victim" "$WORK/r.xml.tmp.$pid"; done
+  plant_links "$WORK/r.xml" "$WORK/victim"
   expect_exit 0 "$LONGMIX" verify --format junit --output "$WORK/r.xml" contracts/m8.json
   [ "$(cat "$WORK/victim")" = precious ]
   "$PYTHON" -c 'import sys, xml.etree.ElementTree as E; assert E.parse(sys.argv[1]).getroot().get("failures") == "0"' "$WORK/r.xml"
