@@ -3,8 +3,8 @@
  * schema's checker. Nothing is re-serialised before hashing. */
 #include "contract.h"
 #include "contract_load.h"
+#include "files.h"
 
-#include <errno.h>
 #include <nettle/sha2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,31 +13,14 @@
 lm_status lm_contract_read(lm_contract *contract, const char *path, lm_error *err)
 {
     *contract = (lm_contract){.path = path};
-    FILE *file = fopen(path, "rb");
-    if (file == NULL)
-        return lm_fail(err, LM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    size_t capacity = 1 << 16, size = 0;
-    unsigned char *bytes = malloc(capacity);
-    while (bytes != NULL) {
-        size += fread(bytes + size, 1, capacity - size, file);
-        if (size < capacity)
-            break;
-        unsigned char *grown = realloc(bytes, capacity *= 2);
-        if (grown == NULL)
-            free(bytes);
-        bytes = grown;
-    }
-    bool failed = ferror(file);
-    fclose(file);
-    if (bytes == NULL)
-        return lm_fail(err, LM_ERR_NOMEM, "%s: out of memory reading the file", path);
-    if (failed) {
-        free(bytes);
-        return lm_fail(err, LM_ERR_IO, "%s: read error", path);
-    }
-    contract->bytes = bytes;
+    char *bytes;
+    size_t size;
+    lm_status status = lm_read_file(path, LM_CONTRACT_MAX_BYTES, true, &bytes, &size, err);
+    if (status != LM_OK)
+        return status;
+    contract->bytes = (unsigned char *)bytes;
     contract->size = size;
-    lm_sha256_hex(bytes, size, contract->sha256_hex);
+    lm_sha256_hex(contract->bytes, size, contract->sha256_hex);
     return LM_OK;
 }
 

@@ -4,7 +4,7 @@
 #define LONGMIX_CONTRACT_H
 
 #include "longmix.h"
-#include "report.h"
+#include "verify_report.h"
 
 #include <jansson.h>
 

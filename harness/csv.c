@@ -1,9 +1,11 @@
 /* Results CSV: columns, quoting, atomic writes, reading back. */
 #include "csv.h"
+#include "files.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 const char *const lm_results_columns[LM_RESULTS_COLUMNS] = {
     /* DESIGN.md "Results CSV", in order: */
@@ -65,6 +67,7 @@ void lm_csv_free(lm_csv *csv)
             free(csv->header[c]);
     free(csv->header);
     free(csv->cells);
+    free(csv->line);
     memset(csv, 0, sizeof *csv);
 }
 
@@ -76,6 +79,10 @@ lm_status lm_csv_append(lm_csv *csv, const char *const *cells, lm_error *err)
         if (grown == NULL)
             return lm_fail(err, LM_ERR_NOMEM, "out of memory for CSV rows");
         csv->cells = grown;
+        size_t *lines = realloc(csv->line, capacity * sizeof *lines);
+        if (lines == NULL)
+            return lm_fail(err, LM_ERR_NOMEM, "out of memory for CSV rows");
+        csv->line = lines;
         csv->capacity = capacity;
     }
     char **row = calloc(csv->columns ? csv->columns : 1, sizeof *row);
@@ -86,8 +93,19 @@ lm_status lm_csv_append(lm_csv *csv, const char *const *cells, lm_error *err)
             free_row(row, csv->columns);
             return lm_fail(err, LM_ERR_NOMEM, "out of memory for a CSV cell");
         }
+    csv->line[csv->rows] = 0;
     csv->cells[csv->rows++] = row;
     return LM_OK;
+}
+
+void lm_csv_remove_row(lm_csv *csv, size_t r)
+{
+    if (r >= csv->rows)
+        return;
+    free_row(csv->cells[r], csv->columns);
+    memmove(&csv->cells[r], &csv->cells[r + 1], (csv->rows - r - 1) * sizeof *csv->cells);
+    memmove(&csv->line[r], &csv->line[r + 1], (csv->rows - r - 1) * sizeof *csv->line);
+    csv->rows--;
 }
 
 int lm_csv_column(const lm_csv *csv, const char *name)
@@ -128,31 +146,14 @@ static void write_line(FILE *out, char *const *cells, size_t columns)
 
 lm_status lm_csv_write_atomic(const lm_csv *csv, const char *path, lm_error *err)
 {
-    size_t n = strlen(path) + 32;
-    char *temp = malloc(n);
-    if (temp == NULL)
-        return lm_fail(err, LM_ERR_NOMEM, "out of memory writing %s", path);
-    snprintf(temp, n, "%s.tmp.%ld", path, (long)getpid());
-    FILE *out = fopen(temp, "w");
-    if (out == NULL) {
-        lm_status s = lm_fail(err, LM_ERR_IO, "cannot write %s (temp file %s)", path, temp);
-        free(temp);
-        return s;
-    }
-    write_line(out, csv->header, csv->columns);
+    lm_atomic_file file;
+    lm_status status = lm_atomic_open(&file, path, err);
+    if (status != LM_OK)
+        return status;
+    write_line(file.stream, csv->header, csv->columns);
     for (size_t r = 0; r < csv->rows; r++)
-        write_line(out, csv->cells[r], csv->columns);
-    int failed = fflush(out) != 0 || ferror(out);
-    failed |= fsync(fileno(out)) != 0;
-    failed |= fclose(out) != 0;
-    if (failed || rename(temp, path) != 0) {
-        remove(temp);
-        free(temp);
-        return lm_fail(err, LM_ERR_IO, "cannot write %s (disk full or directory not writable?)",
-                       path);
-    }
-    free(temp);
-    return LM_OK;
+        write_line(file.stream, csv->cells[r], csv->columns);
+    return lm_atomic_commit(&file, err);
 }
 
 /* ---- reading ------------------------------------------------------------------------ */
@@ -235,47 +236,17 @@ static int parse_record(const char *text, size_t length, size_t *pos, field_list
     }
 }
 
-static char *slurp(const char *path, size_t *length)
-{
-    FILE *in = fopen(path, "rb");
-    if (in == NULL)
-        return NULL;
-    size_t capacity = 1 << 16, n = 0;
-    char *buffer = malloc(capacity + 1);
-    while (buffer != NULL) {
-        n += fread(buffer + n, 1, capacity - n, in);
-        if (n < capacity)
-            break;
-        capacity *= 2;
-        char *grown = realloc(buffer, capacity + 1);
-        if (grown == NULL) {
-            free(buffer);
-            buffer = NULL;
-        }
-        buffer = grown;
-    }
-    int bad = ferror(in);
-    fclose(in);
-    if (buffer == NULL || bad) {
-        free(buffer);
-        return NULL;
-    }
-    buffer[n] = '\0';
-    *length = n;
-    return buffer;
-}
-
 lm_status lm_csv_read(lm_csv *csv, const char *path, lm_error *err)
 {
     memset(csv, 0, sizeof *csv);
     size_t length = 0;
-    char *text = slurp(path, &length);
-    if (text == NULL)
-        return lm_fail(err, LM_ERR_IO, "cannot read %s", path);
+    char *text;
+    lm_status status = lm_read_file(path, LM_CSV_MAX_BYTES, false, &text, &length, err);
+    if (status != LM_OK)
+        return status;
     char *scratch = malloc(length + 1);
     field_list fields = {0};
     size_t pos = 0, line = 1;
-    lm_status status = LM_OK;
     if (scratch == NULL) {
         free(text);
         return lm_fail(err, LM_ERR_NOMEM, "out of memory reading %s", path);
@@ -290,7 +261,7 @@ lm_status lm_csv_read(lm_csv *csv, const char *path, lm_error *err)
     clear_fields(&fields);
     while (status == LM_OK) {
         size_t start = pos;
-        line++;
+        const size_t row_line = ++line;
         got = parse_record(text, length, &pos, &fields, scratch);
         if (got == 0)
             break;
@@ -307,8 +278,8 @@ lm_status lm_csv_read(lm_csv *csv, const char *path, lm_error *err)
         if (fields.count != csv->columns)
             status = lm_fail(err, LM_ERR_PARSE, "%s:%zu: %zu fields where the header has %zu",
                              path, line, fields.count, csv->columns);
-        else
-            status = lm_csv_append(csv, (const char *const *)fields.items, err);
+        else if ((status = lm_csv_append(csv, (const char *const *)fields.items, err)) == LM_OK)
+            csv->line[csv->rows - 1] = row_line;
         clear_fields(&fields);
     }
 done:
@@ -331,45 +302,187 @@ lm_status lm_csv_check_results_header(const lm_csv *csv, const char *path, lm_er
     return LM_OK;
 }
 
-void lm_csv_row_key(const lm_csv *csv, size_t r, char *out, size_t size)
+/* ---- what a results cell may hold ----------------------------------------------------- */
+
+#define SIZE_LIMIT 1099511627776.0 /* 2^40: any size a sweep can measure */
+
+/* One rule per column of lm_results_columns (a new column adds its rule here). */
+static const lm_column_rule results_rules[] = {
+    {"run_id", LM_CELL_TEXT, true, 0, 0},
+    {"timestamp", LM_CELL_TEXT, true, 0, 0},
+    {"git_rev", LM_CELL_TEXT, true, 0, 0},
+    {"host", LM_CELL_TEXT, false, 0, 0},
+    {"cpu_model", LM_CELL_TEXT, true, 0, 0},
+    {"isa", LM_CELL_WORD, true, 0, 0},
+    {"threads", LM_CELL_INT, true, 1, 1 << 20},
+    {"kernel", LM_CELL_WORD, true, 0, 0},
+    {"dtype", LM_CELL_WORD, true, 0, 0},
+    {"bits", LM_CELL_INT, true, 0, 64},
+    {"n_ctx", LM_CELL_INT, true, 0, SIZE_LIMIT},
+    {"chunk", LM_CELL_INT, true, 0, SIZE_LIMIT},
+    {"heads", LM_CELL_INT, true, 0, SIZE_LIMIT},
+    {"kv_heads", LM_CELL_INT, true, 0, SIZE_LIMIT},
+    {"head_dim", LM_CELL_INT, true, 0, SIZE_LIMIT},
+    {"d_inner", LM_CELL_INT, true, 0, SIZE_LIMIT},
+    {"d_state", LM_CELL_INT, true, 0, SIZE_LIMIT},
+    {"batch", LM_CELL_INT, true, 0, SIZE_LIMIT},
+    {"reps", LM_CELL_INT, true, 0, 1e6},
+    {"median_s", LM_CELL_REAL, true, 0, HUGE_VAL},
+    {"min_s", LM_CELL_REAL, true, 0, HUGE_VAL},
+    {"p25_s", LM_CELL_REAL, true, 0, HUGE_VAL},
+    {"p75_s", LM_CELL_REAL, true, 0, HUGE_VAL},
+    {"gflops", LM_CELL_REAL, true, 0, HUGE_VAL},
+    {"gbps", LM_CELL_REAL, true, 0, HUGE_VAL},
+    {"roofline_frac", LM_CELL_REAL, true, 0, HUGE_VAL},
+    {"checksum", LM_CELL_ANY_REAL, true, 0, 0},
+    {"status", LM_CELL_STATUS, true, 0, 0},
+    {"flops", LM_CELL_REAL, true, 0, HUGE_VAL},
+    {"bytes", LM_CELL_REAL, true, 0, HUGE_VAL},
+    {"err_max", LM_CELL_REAL, true, -1, HUGE_VAL},
+    {"note", LM_CELL_TEXT, false, 0, 0},
+    {"compiler", LM_CELL_TEXT, false, 0, 0},
+    {"cores", LM_CELL_INT, true, 0, 1 << 20},
+    {"llc_bytes", LM_CELL_INT, true, 0, SIZE_LIMIT},
+};
+_Static_assert(sizeof results_rules / sizeof results_rules[0] == LM_RESULTS_COLUMNS,
+               "every results column has a rule");
+
+const lm_column_rule *lm_results_rule(const char *name)
 {
-    size_t used = 0;
-    out[0] = '\0';
-    for (size_t k = 0; k < LM_RESULTS_KEY_COLUMNS; k++) {
-        int c = lm_csv_column(csv, lm_results_key_columns[k]);
-        const char *v = c >= 0 ? csv->cells[r][c] : "";
-        int n = snprintf(out + used, used < size ? size - used : 0, "%s%s", k ? "|" : "", v);
-        if (n > 0)
-            used += (size_t)n;
+    static const lm_column_rule free_text = {"", LM_CELL_TEXT, false, 0, 0};
+    for (size_t i = 0; i < sizeof results_rules / sizeof results_rules[0]; i++)
+        if (strcmp(results_rules[i].name, name) == 0)
+            return &results_rules[i];
+    return &free_text;
+}
+
+static bool has_control(const char *cell)
+{
+    for (const unsigned char *p = (const unsigned char *)cell; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return true;
+    return false;
+}
+
+static bool is_word(const char *cell)
+{
+    if (*cell == '\0')
+        return false;
+    for (const char *p = cell; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '_' || *p == '.' || *p == '+' || *p == '-'))
+            return false;
+    return true;
+}
+
+/* A whole cell parsed as a double (strtod syntax, "nan" and "inf" included). */
+static bool parse_real(const char *cell, double *out)
+{
+    char *end;
+    if (*cell == '\0' || *cell == ' ')
+        return false;
+    *out = strtod(cell, &end);
+    return *end == '\0';
+}
+
+/* A whole cell parsed as a decimal integer (optional '-', digits only). */
+static bool parse_integer(const char *cell, long long *out)
+{
+    const char *p = cell + (*cell == '-');
+    if (*p == '\0')
+        return false;
+    for (; *p; p++)
+        if (*p < '0' || *p > '9')
+            return false;
+    char *end;
+    errno = 0;
+    *out = strtoll(cell, &end, 10);
+    return errno == 0 && *end == '\0';
+}
+
+lm_status lm_cell_check(const lm_column_rule *rule, const char *cell, lm_error *err)
+{
+    if (has_control(cell))
+        return lm_fail(err, LM_ERR_SCHEMA, "holds a control character");
+    if (*cell == '\0')
+        return rule->required ? lm_fail(err, LM_ERR_SCHEMA, "is empty") : LM_OK;
+    long long integer;
+    double real;
+    switch (rule->kind) {
+    case LM_CELL_TEXT: return LM_OK;
+    case LM_CELL_WORD:
+        return is_word(cell) ? LM_OK
+                             : lm_fail(err, LM_ERR_SCHEMA, "'%.80s' is not a name (letters, "
+                                       "digits, _ . + -)", cell);
+    case LM_CELL_INT:
+        if (parse_integer(cell, &integer) && (double)integer >= rule->low &&
+            (double)integer <= rule->high)
+            return LM_OK;
+        return lm_fail(err, LM_ERR_SCHEMA, "'%.80s' is not an integer in [%.0f, %.0f]", cell,
+                       rule->low, rule->high);
+    case LM_CELL_REAL:
+        if (parse_real(cell, &real) && (isnan(real) || (real >= rule->low && real <= rule->high &&
+                                                        isfinite(real))))
+            return LM_OK;
+        return lm_fail(err, LM_ERR_SCHEMA, "'%.80s' is not a finite number >= %g (or nan)", cell,
+                       rule->low);
+    case LM_CELL_ANY_REAL:
+        return parse_real(cell, &real) ? LM_OK
+                                       : lm_fail(err, LM_ERR_SCHEMA, "'%.80s' is not a number",
+                                                 cell);
+    case LM_CELL_STATUS:
+        if (strcmp(cell, "ok") == 0 || strcmp(cell, "wrong") == 0 ||
+            strcmp(cell, "error") == 0 || strcmp(cell, "failed") == 0)
+            return LM_OK;
+        return lm_fail(err, LM_ERR_SCHEMA, "'%.80s' is not a status (ok, wrong, error, failed)",
+                       cell);
     }
+    return LM_OK;
+}
+
+lm_status lm_results_validate(const lm_csv *csv, const char *name, lm_error *err)
+{
+    for (size_t c = 0; c < csv->columns; c++) {
+        const lm_column_rule *rule = lm_results_rule(csv->header[c]);
+        for (size_t r = 0; r < csv->rows; r++) {
+            lm_error inner;
+            if (lm_cell_check(rule, csv->cells[r][c], &inner) != LM_OK)
+                return lm_fail(err, LM_ERR_SCHEMA, "%s:%zu: column %s %s", name,
+                               csv->line[r] ? csv->line[r] : r + 2, csv->header[c],
+                               inner.message);
+        }
+    }
+    return LM_OK;
 }
 
 /* ---- typed rows ----------------------------------------------------------------- */
 
-enum { CELL = 160 };
+enum { NUMBER_TEXT = 40 };
 
 static void fmt_double(char *out, double v)
 {
     if (v != v)
-        snprintf(out, CELL, "nan");
+        snprintf(out, NUMBER_TEXT, "nan");
     else
-        snprintf(out, CELL, "%.9g", v);
+        snprintf(out, NUMBER_TEXT, "%.9g", v);
 }
 
-lm_status lm_result_append(lm_csv *csv, const lm_machine_meta *meta, const lm_result_row *row,
-                           lm_error *err)
+/* The cells of a typed row, in column order: texts point at the row's (and meta's)
+ * strings, numbers are formatted into numbers[] (meta NULL: its cells are empty). */
+static void row_cells(const lm_machine_meta *meta, const lm_result_row *row,
+                      char numbers[LM_RESULTS_COLUMNS][NUMBER_TEXT],
+                      const char *cells[LM_RESULTS_COLUMNS])
 {
-    char cells[LM_RESULTS_COLUMNS][CELL];
-    const char *ptrs[LM_RESULTS_COLUMNS];
     int i = 0;
-#define TEXT(v) snprintf(cells[i++], CELL, "%s", (v) ? (v) : "")
-#define LONG(v) snprintf(cells[i++], CELL, "%ld", (long)(v))
-#define REAL(v) fmt_double(cells[i++], (v))
-    TEXT(meta->run_id);
-    TEXT(meta->timestamp);
-    TEXT(meta->git_rev);
-    TEXT(meta->host);
-    TEXT(meta->cpu_model);
+#define TEXT(v) (cells[i] = (v) ? (v) : "", i++)
+#define META(f) TEXT(meta ? meta->f : NULL)
+#define LONG(v) (snprintf(numbers[i], NUMBER_TEXT, "%ld", (long)(v)), cells[i] = numbers[i], i++)
+#define REAL(v) (fmt_double(numbers[i], (v)), cells[i] = numbers[i], i++)
+    META(run_id);
+    META(timestamp);
+    META(git_rev);
+    META(host);
+    META(cpu_model);
     TEXT(row->isa);
     LONG(row->threads);
     TEXT(row->kernel);
@@ -397,95 +510,137 @@ lm_status lm_result_append(lm_csv *csv, const lm_machine_meta *meta, const lm_re
     REAL(row->bytes);
     REAL(row->err_max);
     TEXT(row->note);
-    TEXT(meta->compiler);
-    LONG(meta->cores);
-    LONG(meta->llc_bytes_total);
+    META(compiler);
+    LONG(meta ? meta->cores : 0);
+    LONG(meta ? meta->llc_bytes_total : 0);
 #undef TEXT
+#undef META
 #undef LONG
 #undef REAL
-    for (int c = 0; c < LM_RESULTS_COLUMNS; c++)
-        ptrs[c] = cells[c];
+}
+
+lm_status lm_result_append(lm_csv *csv, const lm_machine_meta *meta, const lm_result_row *row,
+                           lm_error *err)
+{
+    char numbers[LM_RESULTS_COLUMNS][NUMBER_TEXT];
+    const char *cells[LM_RESULTS_COLUMNS];
     if (csv->columns != LM_RESULTS_COLUMNS)
         return lm_fail(err, LM_ERR_SCHEMA, "results table must have the %d results columns",
                        LM_RESULTS_COLUMNS);
-    return lm_csv_append(csv, ptrs, err);
+    row_cells(meta, row, numbers, cells);
+    return lm_csv_append(csv, cells, err);
 }
 
-void lm_result_key(const lm_result_row *row, char *out, size_t size)
-{
-    snprintf(out, size, "%s|%s|%d|%s|%d|%ld|%ld|%ld|%ld|%ld|%ld|%ld|%ld", row->kernel, row->isa,
-             row->threads, row->dtype, row->bits, row->n_ctx, row->chunk, row->heads,
-             row->kv_heads, row->head_dim, row->d_inner, row->d_state, row->batch);
-}
+/* ---- the configuration key ----------------------------------------------------------- */
 
-/* ---- merge ------------------------------------------------------------------------ */
-
-static lm_status same_machine(const lm_csv *csv, const char *name, const char *column,
-                              const char **first, const char **first_name, bool force,
-                              lm_error *err)
+char *lm_key_join(const char *const *cells, size_t count)
 {
-    int c = lm_csv_column(csv, column);
-    for (size_t r = 0; r < csv->rows && c >= 0; r++) {
-        const char *v = csv->cells[r][c];
-        if (*first == NULL) {
-            *first = v;
-            *first_name = name;
-        } else if (!force && strcmp(*first, v) != 0) {
-            return lm_fail(err, LM_ERR_SCHEMA,
-                           "%s: %s '%s' differs from '%s' in %s; results of different machines or "
-                           "versions do not merge (pass --force to merge anyway)",
-                           name, column, v, *first, *first_name);
+    size_t length = 1 + count;
+    for (size_t k = 0; k < count; k++)
+        for (const char *p = cells[k]; *p; p++)
+            length += 1 + (*p == '|' || *p == '\\');
+    char *key = malloc(length);
+    if (key == NULL)
+        return NULL;
+    char *out = key;
+    for (size_t k = 0; k < count; k++) {
+        if (k > 0)
+            *out++ = '|';
+        for (const char *p = cells[k]; *p; p++) {
+            if (*p == '|' || *p == '\\')
+                *out++ = '\\';
+            *out++ = *p;
         }
     }
-    return LM_OK;
+    *out = '\0';
+    return key;
 }
 
-lm_status lm_results_merge(const lm_csv *inputs, const char *const *names, size_t count,
-                           bool force, lm_csv *out, lm_error *err)
+char *lm_results_key(const char *const cells[LM_RESULTS_KEY_COLUMNS])
 {
-    const char *cpu = NULL, *cpu_from = NULL, *rev = NULL, *rev_from = NULL;
-    memset(out, 0, sizeof *out);
-    if (count == 0)
-        return lm_fail(err, LM_ERR_ARG, "merge needs at least one input file");
-    for (size_t i = 0; i < count; i++) {
-        lm_status s = lm_csv_check_results_header(&inputs[i], names[i], err);
-        if (s == LM_OK && inputs[i].columns != inputs[0].columns)
-            s = lm_fail(err, LM_ERR_SCHEMA, "%s has %zu columns where %s has %zu", names[i],
-                        inputs[i].columns, names[0], inputs[0].columns);
-        if (s == LM_OK)
-            s = same_machine(&inputs[i], names[i], "cpu_model", &cpu, &cpu_from, force, err);
-        if (s == LM_OK)
-            s = same_machine(&inputs[i], names[i], "git_rev", &rev, &rev_from, force, err);
-        if (s != LM_OK)
-            return s;
+    return lm_key_join(cells, LM_RESULTS_KEY_COLUMNS);
+}
+
+char *lm_csv_row_key(const lm_csv *csv, size_t r)
+{
+    const char *cells[LM_RESULTS_KEY_COLUMNS];
+    for (size_t k = 0; k < LM_RESULTS_KEY_COLUMNS; k++) {
+        int c = lm_csv_column(csv, lm_results_key_columns[k]);
+        cells[k] = c >= 0 ? csv->cells[r][c] : "";
     }
-    lm_status s = lm_csv_init(out, (const char *const *)inputs[0].header, inputs[0].columns, err);
-    size_t total = 0;
-    for (size_t i = 0; i < count; i++)
-        total += inputs[i].rows;
-    char (*keys)[512] = calloc(total ? total : 1, sizeof *keys);
-    size_t nkeys = 0;
-    if (keys == NULL && s == LM_OK)
-        s = lm_fail(err, LM_ERR_NOMEM, "out of memory merging");
-    for (size_t i = 0; i < count && s == LM_OK; i++)
-        for (size_t r = 0; r < inputs[i].rows && s == LM_OK; r++) {
-            char key[512];
-            int cpu_c = lm_csv_column(&inputs[i], "cpu_model");
-            int rev_c = lm_csv_column(&inputs[i], "git_rev");
-            lm_csv_row_key(&inputs[i], r, key, sizeof key - 200);
-            /* with --force, the same configuration on two machines is two rows */
-            snprintf(key + strlen(key), 200, "|%.90s|%.90s", inputs[i].cells[r][cpu_c],
-                     inputs[i].cells[r][rev_c]);
-            bool seen = false;
-            for (size_t k = 0; k < nkeys && !seen; k++)
-                seen = strcmp(keys[k], key) == 0;
-            if (seen)
-                continue;
-            memcpy(keys[nkeys++], key, sizeof key);
-            s = lm_csv_append(out, (const char *const *)inputs[i].cells[r], err);
-        }
-    free(keys);
-    if (s != LM_OK)
-        lm_csv_free(out);
-    return s;
+    return lm_results_key(cells);
+}
+
+char *lm_result_key(const lm_result_row *row)
+{
+    char numbers[LM_RESULTS_COLUMNS][NUMBER_TEXT];
+    const char *all[LM_RESULTS_COLUMNS], *cells[LM_RESULTS_KEY_COLUMNS];
+    row_cells(NULL, row, numbers, all);
+    for (size_t k = 0; k < LM_RESULTS_KEY_COLUMNS; k++)
+        for (size_t c = 0; c < LM_RESULTS_COLUMNS; c++)
+            if (strcmp(lm_results_columns[c], lm_results_key_columns[k]) == 0)
+                cells[k] = all[c];
+    return lm_results_key(cells);
+}
+
+/* ---- a set of keys ------------------------------------------------------------------ */
+
+static size_t hash_text(const char *text)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    return (size_t)h;
+}
+
+/* The slot holding key, or the empty slot where it would go. */
+static size_t find_slot(char *const *slots, size_t capacity, const char *key)
+{
+    size_t i = hash_text(key) & (capacity - 1);
+    while (slots[i] != NULL && strcmp(slots[i], key) != 0)
+        i = (i + 1) & (capacity - 1);
+    return i;
+}
+
+static bool grow_set(lm_key_set *set)
+{
+    size_t capacity = set->capacity ? 2 * set->capacity : 64;
+    char **slots = calloc(capacity, sizeof *slots);
+    if (slots == NULL)
+        return false;
+    for (size_t i = 0; i < set->capacity; i++)
+        if (set->slots[i] != NULL)
+            slots[find_slot(slots, capacity, set->slots[i])] = set->slots[i];
+    free(set->slots);
+    set->slots = slots;
+    set->capacity = capacity;
+    return true;
+}
+
+int lm_key_set_add(lm_key_set *set, const char *key)
+{
+    if (2 * (set->count + 1) > set->capacity && !grow_set(set))
+        return -1;
+    size_t i = find_slot(set->slots, set->capacity, key);
+    if (set->slots[i] != NULL)
+        return 0;
+    size_t length = strlen(key) + 1;
+    if ((set->slots[i] = malloc(length)) == NULL)
+        return -1;
+    memcpy(set->slots[i], key, length);
+    set->count++;
+    return 1;
+}
+
+bool lm_key_set_has(const lm_key_set *set, const char *key)
+{
+    return set->capacity > 0 && set->slots[find_slot(set->slots, set->capacity, key)] != NULL;
+}
+
+void lm_key_set_free(lm_key_set *set)
+{
+    for (size_t i = 0; i < set->capacity; i++)
+        free(set->slots[i]);
+    free(set->slots);
+    *set = (lm_key_set){0};
 }

@@ -1,5 +1,6 @@
 /* Typed, path-named access to contract JSON (see jsonx.h). */
 #include "jsonx.h"
+#include "size_budget.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -104,7 +105,8 @@ lm_status lm_json_string(const json_t *root, const char *path, const char **out,
     return LM_OK;
 }
 
-/* Measures the extents of a nested array along its first elements. */
+/* Measures the extents of a nested array along its first elements (a guess that
+ * check_rectangular confirms before anything is allocated). */
 static lm_status measure(const json_t *value, const char *path, size_t ndim, size_t *dims,
                          lm_error *err)
 {
@@ -120,7 +122,43 @@ static lm_status measure(const json_t *value, const char *path, size_t ndim, siz
     return LM_OK;
 }
 
-/* Copies a rectangular array into data (row-major), checking every extent and element. */
+/* "path[i][j]" for the first `depth` entries of index. */
+static void element_path(char *text, size_t size, const char *path, const size_t *index,
+                         size_t depth)
+{
+    int used = snprintf(text, size, "%s", path);
+    for (size_t axis = 0; axis < depth && used >= 0 && (size_t)used < size; axis++)
+        used += snprintf(text + used, size - (size_t)used, "[%zu]", index[axis]);
+}
+
+/* Every sub-array at every axis has the extent dims[axis], so the element count is the
+ * product of dims and every element exists (the file holds it): checked before the copy is
+ * allocated, so a ragged array cannot make that product (or its byte count) wrap. */
+static lm_status check_rectangular(const json_t *node, const char *path, size_t axis,
+                                   size_t ndim, const size_t *dims, size_t *index, lm_error *err)
+{
+    if (axis == ndim)
+        return LM_OK; /* an element: flatten checks it is a number */
+    if (!json_is_array(node) || json_array_size(node) != dims[axis]) {
+        char where[PATH_MAX_TEXT + 96];
+        element_path(where, sizeof where, path, index, axis);
+        if (!json_is_array(node))
+            return lm_fail(err, LM_ERR_SCHEMA, "%s must be rectangular: %s must be an array of "
+                           "%zu entries, got %s", path, where, dims[axis], kind_name(node));
+        return lm_fail(err, LM_ERR_SCHEMA, "%s must be rectangular: %s has %zu entries where "
+                       "axis %zu has %zu", path, where, json_array_size(node), axis, dims[axis]);
+    }
+    for (size_t i = 0; i < dims[axis]; i++) {
+        index[axis] = i;
+        lm_status status = check_rectangular(json_array_get(node, i), path, axis + 1, ndim, dims,
+                                             index, err);
+        if (status != LM_OK)
+            return status;
+    }
+    return LM_OK;
+}
+
+/* Copies a rectangular array (checked) into data, row-major, checking every element. */
 static lm_status flatten(const json_t *node, const char *path, size_t axis, size_t ndim,
                          const size_t *dims, size_t *index, double *data, lm_error *err)
 {
@@ -132,9 +170,6 @@ static lm_status flatten(const json_t *node, const char *path, size_t axis, size
         (*index)++;
         return LM_OK;
     }
-    if (!json_is_array(node) || json_array_size(node) != dims[axis])
-        return lm_fail(err, LM_ERR_SHAPE, "%s must be rectangular: axis %zu should have %zu entries",
-                       path, axis, dims[axis]);
     for (size_t i = 0; i < dims[axis]; i++) {
         lm_status status = flatten(json_array_get(node, i), path, axis + 1, ndim, dims, index,
                                    data, err);
@@ -153,17 +188,19 @@ lm_status lm_json_array(const json_t *root, const char *path, size_t ndim, size_
         return status;
     if (ndim < 1 || ndim > 4)
         return lm_fail(err, LM_ERR_ARG, "ndim must be 1..4, got %zu", ndim);
-    status = measure(value, path, ndim, dims, err);
-    if (status != LM_OK)
+    size_t index[4] = {0, 0, 0, 0};
+    if ((status = measure(value, path, ndim, dims, err)) != LM_OK ||
+        (status = check_rectangular(value, path, 0, ndim, dims, index, err)) != LM_OK)
         return status;
-    size_t total = 1;
-    for (size_t axis = 0; axis < ndim; axis++)
-        total *= dims[axis];
-    double *copy = malloc(total * sizeof *copy);
+    const size_t total = lm_size_product(dims, ndim);
+    if (total > LM_JSON_ARRAY_MAX)
+        return lm_fail(err, LM_ERR_SCHEMA, "%s holds %zu elements, more than the %zu an array "
+                       "may hold", path, total, (size_t)LM_JSON_ARRAY_MAX);
+    double *copy = malloc(lm_size_mul(total, sizeof *copy));
     if (copy == NULL)
         return lm_fail(err, LM_ERR_NOMEM, "out of memory reading %s", path);
-    size_t index = 0;
-    status = flatten(value, path, 0, ndim, dims, &index, copy, err);
+    size_t count = 0;
+    status = flatten(value, path, 0, ndim, dims, &count, copy, err);
     if (status != LM_OK) {
         free(copy);
         return status;

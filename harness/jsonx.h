@@ -17,9 +17,16 @@ lm_status lm_json_int(const json_t *root, const char *path, long long *out, lm_e
 lm_status lm_json_real(const json_t *root, const char *path, double *out, lm_error *err);
 lm_status lm_json_string(const json_t *root, const char *path, const char **out, lm_error *err);
 
+/* The most elements lm_json_array copies (2^25 float64 values, 256 MiB). */
+#define LM_JSON_ARRAY_MAX ((size_t)1 << 25)
+
 /* A rectangular array of numbers of exactly `ndim` dimensions (1..4): dims[] receives the
- * extents, *data a malloc'd row-major float64 copy (free()). Ragged arrays, booleans and
- * non-numbers are LM_ERR_TYPE / LM_ERR_SHAPE with the offending element's path. */
+ * extents, *data a malloc'd row-major float64 copy (free()). The whole array is checked to
+ * be rectangular before anything is allocated. LM_ERR_SHAPE when it is empty along an axis
+ * or has fewer dimensions (an array of another shape); a ragged array, which has no shape,
+ * is LM_ERR_SCHEMA naming the first sub-array of another extent ("x must be rectangular:
+ * x[0][1] has 3 entries where axis 2 has 4"), as is one of more than LM_JSON_ARRAY_MAX
+ * elements; booleans and non-numbers LM_ERR_TYPE. */
 lm_status lm_json_array(const json_t *root, const char *path, size_t ndim, size_t *dims,
                         double **data, lm_error *err);
 /* A 1-D array of integers (booleans rejected): *data malloc'd, *count its length. */

@@ -14,6 +14,7 @@
 #include "contract.h"
 #include "jsonx.h"
 #include "lm_reduce.h"
+#include "size_budget.h"
 
 #include "../kernels/arith/arith.h"
 #include "../kernels/delta/delta.h"
@@ -35,6 +36,10 @@ enum {
     MAX_PAIRS = 2048,       /* stored pairs per load (the softmax table is pairs^2) */
     MAX_LOADS = 64,         /* loads and decode positions */
 };
+
+/* Bytes of one check in the report (its record and its six texts, with malloc's overhead),
+ * counted in a section's memory budget. */
+enum { REPORT_BYTES_PER_CHECK = 384 };
 
 typedef struct m8_run {
     const json_t *root;
@@ -112,7 +117,8 @@ static lm_status expected_array(const m8_run *m, const char *section, const char
     snprintf(path, sizeof path, "%s.%s", section, field);
     double *values = NULL;
     lm_status status = lm_json_array(m->root, path, ndim, dims, &values, m->err);
-    if (status == LM_ERR_SHAPE) { /* ragged, empty or of another rank: a wrong shape */
+    if (status == LM_ERR_SHAPE) { /* empty or of another rank: a wrong shape (a ragged array
+                                     has none: LM_ERR_SCHEMA, the file is malformed) */
         snprintf(name, sizeof name, "%s shape", field);
         dims_text(want_text, sizeof want_text, ndim, want);
         lm_check_true(m->report, section, name, false, want_text, m->err->message);
@@ -319,6 +325,26 @@ static lm_status check_zoh_fixed_cases(const m8_run *m)
     return LM_OK;
 }
 
+/* Everything the zoh check allocates, from its shape, within LM_CASE_MAX_BYTES before any
+ * of it is: the 8 scan buffers (sizes[]), 3 columns of `steps`, the largest expected array
+ * read at a time (steps x n x p) and the report's record of each element checked. */
+static lm_status zoh_budget(const m8_run *m, const size_t sizes[8], size_t steps, size_t n,
+                            size_t p, size_t outputs)
+{
+    lm_budget budget = lm_budget_of(LM_CASE_MAX_BYTES);
+    for (int i = 0; i < 8; i++)
+        lm_budget_add(&budget, sizes[i], sizeof(double));
+    lm_budget_add(&budget, lm_size_mul(steps, 3), sizeof(double));
+    lm_budget_add(&budget, sizes[3], sizeof(double));
+    const size_t checked = lm_size_add(lm_size_add(lm_size_mul(sizes[0], 3), sizes[3]),
+                                       lm_size_mul(steps, 4));
+    lm_budget_add(&budget, checked, REPORT_BYTES_PER_CHECK);
+    char what[160];
+    snprintf(what, sizeof what, "zoh: checking %zu steps of %zu states, %zu inputs and %zu "
+             "outputs", steps, n, p, outputs);
+    return lm_budget_check(&budget, what, m->err);
+}
+
 static lm_status check_zoh(const m8_run *m)
 {
     const char *section = "zoh";
@@ -333,9 +359,9 @@ static lm_status check_zoh(const m8_run *m)
         (status = lm_json_array(m->root, "zoh.deltas", 1, d_dims, &deltas, m->err)) != LM_OK)
         goto done;
     const size_t n = a_dims[0], p = b_dims[1], outputs_width = c_dims[0], steps = x_dims[0];
-    if (n > MAX_WIDTH || p > MAX_WIDTH || outputs_width > MAX_WIDTH || steps > MAX_SEQUENCE ||
-        steps * n * p > (size_t)MAX_SEQUENCE * MAX_WIDTH) {
-        status = lm_fail(m->err, LM_ERR_SCHEMA, "zoh: system too large to check");
+    if (n > MAX_WIDTH || p > MAX_WIDTH || outputs_width > MAX_WIDTH || steps > MAX_SEQUENCE) {
+        status = lm_fail(m->err, LM_ERR_SCHEMA, "zoh: system too large to check (at most %d "
+                         "steps and %d states, inputs and outputs)", MAX_SEQUENCE, MAX_WIDTH);
         goto done;
     }
     const lm_ssm_system system = {a, n, b, b_dims[0], b_dims[1], c, c_dims[0], c_dims[1]};
@@ -343,8 +369,11 @@ static lm_status check_zoh(const m8_run *m)
     double **slots[8] = {&exact.states,      &exact.outputs,      &exact.transitions,
                          &exact.input_matrices, &approximate.states, &approximate.outputs,
                          &approximate.transitions, &approximate.input_matrices};
-    const size_t sizes[8] = {steps * n, steps * outputs_width, steps * n, steps * n * p,
-                             steps * n, steps * outputs_width, steps * n, steps * n * p};
+    const size_t by_n = lm_size_mul(steps, n), by_np = lm_size_mul(by_n, p);
+    const size_t by_out = lm_size_mul(steps, outputs_width);
+    const size_t sizes[8] = {by_n, by_out, by_n, by_np, by_n, by_out, by_n, by_np};
+    if ((status = zoh_budget(m, sizes, steps, n, p, outputs_width)) != LM_OK)
+        goto done;
     for (int i = 0; i < 8; i++) {
         buffers[i] = *slots[i] = zeroed(sizes[i], sizeof(double));
         if (buffers[i] == NULL) {

@@ -5,28 +5,43 @@
 #include <stdlib.h>
 #include <string.h>
 
-static lm_status parse_one(const char *name, const char *text, const char **end, long *value,
-                           lm_error *err)
+lm_status lm_parse_integer(const char *name, const char *text, long min, long max,
+                           long *out, lm_error *err)
 {
     char *stop;
     errno = 0;
     long v = strtol(text, &stop, 10);
-    if (stop == text || errno != 0)
+    if (stop == text || *stop != '\0' || errno == ERANGE || v < min || v > max)
+        return lm_fail(err, LM_ERR_ARG, "%s must be an integer in %ld..%ld, got '%s'", name,
+                       min, max, text);
+    *out = v;
+    return LM_OK;
+}
+
+/* One value of a list, with its k/M suffix, at most `max`. */
+static lm_status parse_one(const char *name, const char *text, long max, const char **end,
+                           long *value, lm_error *err)
+{
+    char *stop;
+    errno = 0;
+    long v = strtol(text, &stop, 10);
+    if (stop == text)
         return lm_fail(err, LM_ERR_ARG, "%s: '%s' is not an integer", name, text);
-    if (*stop == 'k' || *stop == 'K') {
-        v *= 1024;
-        stop++;
-    } else if (*stop == 'm' || *stop == 'M') {
-        v *= 1048576;
-        stop++;
-    }
-    *value = v;
+    long scale = 1;
+    if (*stop == 'k' || *stop == 'K')
+        scale = 1024, stop++;
+    else if (*stop == 'm' || *stop == 'M')
+        scale = 1048576, stop++;
+    if (errno == ERANGE || v > max / scale || v < -(max / scale))
+        return lm_fail(err, LM_ERR_ARG, "%s: '%.*s' is too large (at most %ld)", name,
+                       (int)(stop - text), text, max);
+    *value = v * scale;
     *end = stop;
     return LM_OK;
 }
 
-lm_status lm_parse_size_list(const char *name, const char *text, long min, long *out,
-                             size_t *count, lm_error *err)
+static lm_status parse_list(const char *name, const char *text, long min, long max, long *out,
+                            size_t *count, lm_error *err)
 {
     *count = 0;
     if (text == NULL || text[0] == '\0')
@@ -35,12 +50,12 @@ lm_status lm_parse_size_list(const char *name, const char *text, long min, long 
     for (;;) {
         long first, last;
         const char *end;
-        lm_status s = parse_one(name, p, &end, &first, err);
+        lm_status s = parse_one(name, p, max, &end, &first, err);
         if (s != LM_OK)
             return s;
         last = first;
         if (end[0] == '.' && end[1] == '.') {
-            s = parse_one(name, end + 2, &end, &last, err);
+            s = parse_one(name, end + 2, max, &end, &last, err);
             if (s != LM_OK)
                 return s;
             if (first <= 0 || last < first)
@@ -49,6 +64,7 @@ lm_status lm_parse_size_list(const char *name, const char *text, long min, long 
         }
         if (*end != ',' && *end != '\0')
             return lm_fail(err, LM_ERR_ARG, "%s: unexpected '%c' in '%s'", name, *end, text);
+        /* first and last are at most max (<= LONG_MAX / 2), so doubling cannot overflow */
         for (long v = first; v <= last; v *= 2) {
             if (v < min)
                 return lm_fail(err, LM_ERR_ARG, "%s values must be >= %ld, got %ld", name, min, v);
@@ -65,6 +81,12 @@ lm_status lm_parse_size_list(const char *name, const char *text, long min, long 
             return lm_fail(err, LM_ERR_ARG, "%s ends with ','", name);
     }
     return LM_OK;
+}
+
+lm_status lm_parse_size_list(const char *name, const char *text, long min, long *out,
+                             size_t *count, lm_error *err)
+{
+    return parse_list(name, text, min, LM_SIZE_VALUE_MAX, out, count, err);
 }
 
 lm_status lm_parse_thread_list(const char *name, const char *text, int cores, long *out,
@@ -84,7 +106,7 @@ lm_status lm_parse_thread_list(const char *name, const char *text, int cores, lo
         *count = 1;
         return LM_OK;
     }
-    return lm_parse_size_list(name, text, 1, out, count, err);
+    return parse_list(name, text, 1, LM_THREADS_MAX, out, count, err);
 }
 
 lm_status lm_parse_word_list(const char *name, const char *text, char out[][32], size_t *count,
@@ -149,12 +171,13 @@ lm_status lm_parse_isa_list(const char *name, const char *text, lm_isa *out, siz
 lm_status lm_parse_shard(const char *text, int *k, int *n, lm_error *err)
 {
     char *end;
+    errno = 0;
     long a = strtol(text, &end, 10);
-    if (end == text || *end != '/')
+    if (end == text || *end != '/' || errno == ERANGE)
         return lm_fail(err, LM_ERR_ARG, "--shard must be K/N (e.g. 2/4), got '%s'", text);
     const char *rest = end + 1;
     long b = strtol(rest, &end, 10);
-    if (end == rest || *end != '\0' || b < 1 || a < 1 || a > b || b > 100000)
+    if (end == rest || *end != '\0' || errno == ERANGE || b < 1 || a < 1 || a > b || b > 100000)
         return lm_fail(err, LM_ERR_ARG, "--shard must be K/N with 1 <= K <= N, got '%s'", text);
     *k = (int)a;
     *n = (int)b;

@@ -1,8 +1,8 @@
 /* SHA256SUMS: the pins of contracts/, in sha256sum's own format. */
 #include "contract_load.h"
+#include "files.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,29 +36,43 @@ static bool add_pin(lm_pin_list *pins, const char *digest, const char *name)
     return true;
 }
 
+/* Parses one line (without its end of line): blank and '#' lines are skipped. */
+static lm_status parse_line(lm_pin_list *pins, const char *path, size_t number, char *line,
+                            lm_error *err)
+{
+    size_t length = strlen(line);
+    if (length > 0 && line[length - 1] == '\r')
+        line[--length] = '\0';
+    if (line[0] == '\0' || line[0] == '#')
+        return LM_OK;
+    /* "HEX  NAME" (text mode) or "HEX *NAME" (binary mode) */
+    if (length < 67 || !is_digest(line) || line[64] != ' ' || (line[65] != ' ' && line[65] != '*'))
+        return lm_fail(err, LM_ERR_PARSE, "%s:%zu: expected '<64 hex digits>  <file>'", path,
+                       number);
+    if (!add_pin(pins, line, line + 66))
+        return lm_fail(err, LM_ERR_NOMEM, "%s: out of memory", path);
+    return LM_OK;
+}
+
 lm_status lm_pins_read(const char *path, lm_pin_list *pins, lm_error *err)
 {
     *pins = (lm_pin_list){0};
-    FILE *file = fopen(path, "r");
-    if (file == NULL)
-        return lm_fail(err, LM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    char line[1024];
-    int number = 0;
-    lm_status status = LM_OK;
-    while (status == LM_OK && fgets(line, sizeof line, file) != NULL) {
-        number++;
-        line[strcspn(line, "\r\n")] = '\0';
-        if (line[0] == '\0' || line[0] == '#')
-            continue;
-        /* "HEX  NAME" (text mode) or "HEX *NAME" (binary mode) */
-        if (strlen(line) < 67 || !is_digest(line) || line[64] != ' ' ||
-            (line[65] != ' ' && line[65] != '*'))
-            status = lm_fail(err, LM_ERR_PARSE, "%s:%d: expected '<64 hex digits>  <file>'", path,
-                             number);
-        else if (!add_pin(pins, line, line + 66))
-            status = lm_fail(err, LM_ERR_NOMEM, "%s: out of memory", path);
+    char *text;
+    size_t size;
+    lm_status status = lm_read_file(path, LM_PINS_MAX_BYTES, false, &text, &size, err);
+    if (status != LM_OK)
+        return status;
+    if (memchr(text, '\0', size) != NULL)
+        status = lm_fail(err, LM_ERR_PARSE, "%s: holds a NUL byte (not a SHA256SUMS file)", path);
+    char *line = text;
+    for (size_t number = 1; status == LM_OK && line < text + size; number++) {
+        char *end = strchr(line, '\n'); /* lines of any length: the number stays the file's */
+        if (end != NULL)
+            *end = '\0';
+        status = parse_line(pins, path, number, line, err);
+        line = end ? end + 1 : text + size;
     }
-    fclose(file);
+    free(text);
     if (status != LM_OK)
         lm_pins_free(pins);
     return status;

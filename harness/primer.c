@@ -165,12 +165,16 @@ static lm_status arg_ints(const json_t *args, const char *name, long long low, l
     if (status != LM_OK)
         return status;
     if (*count == 0)
-        return lm_fail(err, LM_ERR_SCHEMA, "args.%s must be non-empty", name);
-    for (size_t i = 0; i < *count; i++)
+        status = lm_fail(err, LM_ERR_SCHEMA, "args.%s must be non-empty", name);
+    for (size_t i = 0; i < *count && status == LM_OK; i++)
         if ((*data)[i] < low || (*data)[i] > high)
-            return lm_fail(err, LM_ERR_SCHEMA, "args.%s[%zu] must lie in [%lld, %lld]", name, i,
-                           low, high);
-    return LM_OK;
+            status = lm_fail(err, LM_ERR_SCHEMA, "args.%s[%zu] must lie in [%lld, %lld]", name,
+                             i, low, high);
+    if (status != LM_OK) { /* the caller owns *data only on LM_OK */
+        free(*data);
+        *data = NULL;
+    }
+    return status;
 }
 
 /* Standard normal draws in C order after skipping `skip` draws. */

@@ -1,18 +1,21 @@
 /* longmix sweep: run bench-registry kernels over a grid of configurations into a tidy
- * results CSV (atomic writes, --resume, --shard, Ctrl-C safe), and longmix merge. */
+ * results CSV (atomic writes, --resume, --shard, Ctrl-C safe). */
 #include "bench.h"
 #include "cli.h"
-#include "csv.h"
 #include "opts.h"
 #include "progress.h"
+#include "results.h"
 #include "roofline.h"
 #include "topo.h"
 
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static volatile sig_atomic_t interrupted = 0;
 
@@ -27,7 +30,7 @@ static void sweep_usage(FILE *out)
     fprintf(out,
         "usage: longmix sweep [--kernel K[,K...]|all] [--ctx LIST] [--chunk LIST] [--bits LIST]\n"
         "                     [--threads LIST] [--isa LIST] [--dtype LIST] [--reps N]\n"
-        "                     [--out results/FILE.csv] [--resume] [--shard K/N]\n"
+        "                     [--out results/FILE.csv] [--resume [--force]] [--shard K/N]\n"
         "                     [--preset decode-ctx|prefill-ctx|chunk-size|kv-bits|smoke]\n"
         "                     [--heads H] [--kv-heads H] [--head-dim D] [--d-inner D]\n"
         "                     [--d-state N] [--batch B] [--seed S] [--oversubscribe]\n"
@@ -44,7 +47,11 @@ static void sweep_usage(FILE *out)
         "               count needs --oversubscribe\n"
         "  --reps N     timed repetitions (default 5)\n"
         "  --out FILE   default results/sweep.csv\n"
-        "  --resume     keep FILE's rows and skip configurations already in it\n"
+        "  --resume     keep FILE's rows and skip the configurations it holds with status ok;\n"
+        "               failed rows are measured again (the new row takes their place),\n"
+        "               duplicate rows dropped. Every cell is checked as merge checks it;\n"
+        "               a file from another CPU model or git revision is refused\n"
+        "  --force      with --resume: continue a file from another machine or build\n"
         "  --shard K/N  run configurations i with i %% N == K-1 (spread a sweep over machines;\n"
         "               join with longmix merge)\n"
         "  --no-roofline  skip the same-run roofline (roofline_frac written as 0)\n"
@@ -64,7 +71,7 @@ typedef struct sweep_options {
     long heads, kv_heads, head_dim, d_inner, d_state, batch;
     long seed;
     int reps;
-    bool resume, oversubscribe, no_roofline, list, dry_run;
+    bool resume, force, oversubscribe, no_roofline, list, dry_run;
     const char *interleave; /* NULL, "threads" or "all" */
 } sweep_options;
 
@@ -72,16 +79,6 @@ static int fail_usage(const char *message)
 {
     fprintf(stderr, "longmix sweep: %s\n", message);
     return LM_EXIT_USAGE;
-}
-
-static bool parse_long(const char *text, long min, long *out)
-{
-    char *end;
-    long v = strtol(text, &end, 10);
-    if (end == text || *end != '\0' || v < min)
-        return false;
-    *out = v;
-    return true;
 }
 
 /* Options of --heads ... --seed: -1 means "the kernel's default". */
@@ -102,18 +99,24 @@ static int parse_options(int argc, char **argv, sweep_options *o)
                  {"--dtype", &o->dtype_text},   {"--out", &o->out_path},
                  {"--shard", &o->shard_text},   {"--preset", &o->preset},
                  {"--interleave", &o->interleave}};
+    long reps = 5;
     struct {
         const char *name;
         long *value;
-        long min;
-    } longs[] = {{"--heads", &o->heads, 1},   {"--kv-heads", &o->kv_heads, 1},
-                 {"--head-dim", &o->head_dim, 1}, {"--d-inner", &o->d_inner, 1},
-                 {"--d-state", &o->d_state, 1}, {"--batch", &o->batch, 1},
-                 {"--seed", &o->seed, 0}};
+        long min, max;
+    } longs[] = {{"--heads", &o->heads, 1, LM_SIZE_VALUE_MAX},
+                 {"--kv-heads", &o->kv_heads, 1, LM_SIZE_VALUE_MAX},
+                 {"--head-dim", &o->head_dim, 1, LM_SIZE_VALUE_MAX},
+                 {"--d-inner", &o->d_inner, 1, LM_SIZE_VALUE_MAX},
+                 {"--d-state", &o->d_state, 1, LM_SIZE_VALUE_MAX},
+                 {"--batch", &o->batch, 1, LM_SIZE_VALUE_MAX},
+                 {"--seed", &o->seed, 0, LONG_MAX},
+                 {"--reps", &reps, 1, 10000}};
     struct {
         const char *name;
         bool *flag;
-    } flags[] = {{"--resume", &o->resume},           {"--oversubscribe", &o->oversubscribe},
+    } flags[] = {{"--resume", &o->resume},           {"--force", &o->force},
+                 {"--oversubscribe", &o->oversubscribe},
                  {"--no-roofline", &o->no_roofline}, {"--list", &o->list},
                  {"--dry-run", &o->dry_run}};
     for (int i = 1; i < argc; i++) {
@@ -139,26 +142,22 @@ static int parse_options(int argc, char **argv, sweep_options *o)
             }
         for (size_t k = 0; k < sizeof longs / sizeof longs[0] && !known; k++)
             if (strcmp(a, longs[k].name) == 0) {
-                if (!parse_long(argv[++i], longs[k].min, longs[k].value)) {
-                    fprintf(stderr, "longmix sweep: %s must be an integer >= %ld, got '%s'\n", a,
-                            longs[k].min, argv[i]);
-                    return LM_EXIT_USAGE;
-                }
+                lm_error err;
+                if (lm_parse_integer(a, argv[++i], longs[k].min, longs[k].max, longs[k].value,
+                                     &err) != LM_OK)
+                    return fail_usage(err.message);
                 known = true;
             }
-        if (!known && strcmp(a, "--reps") == 0) {
-            long v;
-            if (!parse_long(argv[++i], 1, &v) || v > 10000)
-                return fail_usage("--reps must be an integer in 1..10000");
-            o->reps = (int)v;
-            known = true;
-        }
         if (!known) {
             fprintf(stderr, "longmix sweep: unknown option '%s'\n", a);
             sweep_usage(stderr);
             return LM_EXIT_USAGE;
         }
     }
+    o->reps = (int)reps;
+    if (o->force && !o->resume)
+        return fail_usage("--force goes with --resume (it continues a file from another "
+                          "machine or build)");
     if (o->interleave != NULL && strcmp(o->interleave, "threads") != 0 &&
         strcmp(o->interleave, "all") != 0)
         return fail_usage("--interleave takes threads or all");
@@ -280,6 +279,9 @@ static int build_grid(sweep_options *o, sweep_grid *g, int cores)
     LIST(o->chunk_text, 1, chunk, chunk_count)
     LIST(o->bits_text, 1, bits, bits_count)
 #undef LIST
+    for (size_t b = 0; b < g->bits_count; b++)
+        if (g->bits[b] > 64)
+            return fail_usage("--bits values must be in 1..64");
     if (lm_parse_thread_list("--threads", o->threads_text, cores, g->threads, &g->thread_count,
                              &err) != LM_OK)
         return fail_usage(err.message);
@@ -314,24 +316,44 @@ typedef struct sweep_plan {
     lm_bench_config *configs;
     const lm_bench_case **cases;
     size_t count, capacity;
+    lm_key_set keys; /* of every planned configuration */
 } sweep_plan;
 
-static void config_key(const lm_bench_case *c, const lm_bench_config *k, char *out, size_t size)
+/* The configuration fields of a row (the key columns), from a case and its config. */
+static void key_fields(const lm_bench_case *c, const lm_bench_config *k, lm_result_row *row)
 {
-    snprintf(out, size, "%s|%s|%d|%s|%d|%ld|%ld|%ld|%ld|%ld|%ld|%ld|%ld", c->name,
-             lm_isa_name(k->isa), k->threads, k->dtype, k->bits, k->n_ctx, k->chunk, k->heads,
-             k->kv_heads, k->head_dim, k->d_inner, k->d_state, k->batch);
+    memset(row, 0, sizeof *row);
+    row->kernel = c->name;
+    row->isa = lm_isa_name(k->isa);
+    row->dtype = k->dtype;
+    row->threads = k->threads;
+    row->bits = k->bits;
+    row->n_ctx = k->n_ctx;
+    row->chunk = k->chunk;
+    row->heads = k->heads;
+    row->kv_heads = k->kv_heads;
+    row->head_dim = k->head_dim;
+    row->d_inner = k->d_inner;
+    row->d_state = k->d_state;
+    row->batch = k->batch;
+}
+
+/* The configuration key of the row this configuration writes (csv.h's one key builder);
+ * malloc'd, NULL when out of memory. */
+static char *config_key(const lm_bench_case *c, const lm_bench_config *k)
+{
+    lm_result_row row;
+    key_fields(c, k, &row);
+    return lm_result_key(&row);
 }
 
 static int plan_add(sweep_plan *p, const lm_bench_case *c, const lm_bench_config *k)
 {
-    char key[512], other[512];
-    config_key(c, k, key, sizeof key);
-    for (size_t i = 0; i < p->count; i++) {
-        config_key(p->cases[i], &p->configs[i], other, sizeof other);
-        if (strcmp(key, other) == 0)
-            return 0;
-    }
+    char *key = config_key(c, k);
+    int added = key ? lm_key_set_add(&p->keys, key) : -1;
+    free(key);
+    if (added <= 0)
+        return added; /* 0: the same configuration is already planned */
     if (p->count == p->capacity) {
         size_t capacity = p->capacity ? 2 * p->capacity : 64;
         lm_bench_config *configs = realloc(p->configs, capacity * sizeof *configs);
@@ -347,6 +369,13 @@ static int plan_add(sweep_plan *p, const lm_bench_case *c, const lm_bench_config
     p->configs[p->count] = *k;
     p->cases[p->count++] = c;
     return 0;
+}
+
+static void plan_free(sweep_plan *p)
+{
+    free(p->configs), free(p->cases);
+    lm_key_set_free(&p->keys);
+    memset(p, 0, sizeof *p);
 }
 
 /* Bits per stored value of a dtype name: its first number (f32 32, bf16 16, int4 4,
@@ -408,8 +437,10 @@ static int build_plan(const sweep_options *o, const sweep_grid *g, sweep_plan *p
                                     k.bits = dtype_bits(k.dtype, base.bits);
                                 if (!(c->uses & LM_BENCH_USES_CHUNK))
                                     k.chunk = 0;
-                                if (plan_add(p, c, &k) != 0)
+                                if (plan_add(p, c, &k) != 0) {
+                                    plan_free(p);
                                     return fail_usage("out of memory planning the sweep");
+                                }
                             }
                 }
     }
@@ -439,21 +470,8 @@ static const lm_roofline_limits *limits_for(limits_cache *cache, lm_isa isa, int
 static void fill_row(const lm_bench_case *c, const lm_bench_config *k, const lm_bench_result *r,
                      const lm_roofline_limits *limits, lm_result_row *row)
 {
-    memset(row, 0, sizeof *row);
-    row->kernel = c->name;
-    row->isa = lm_isa_name(k->isa);
-    row->dtype = k->dtype;
-    row->threads = k->threads;
-    row->bits = k->bits;
+    key_fields(c, k, row);
     row->reps = r->reps;
-    row->n_ctx = k->n_ctx;
-    row->chunk = k->chunk;
-    row->heads = k->heads;
-    row->kv_heads = k->kv_heads;
-    row->head_dim = k->head_dim;
-    row->d_inner = k->d_inner;
-    row->d_state = k->d_state;
-    row->batch = k->batch;
     row->time = r->time;
     row->flops = r->flops;
     row->bytes = r->bytes;
@@ -476,6 +494,7 @@ typedef struct sweep_out {
     const lm_machine_meta *meta;
     const char *path;
     lm_progress *progress;
+    const lm_key_set *failed_before; /* keys of the resumed file's failed rows */
     size_t failed, done;
 } sweep_out;
 
@@ -495,7 +514,7 @@ static int record_row(sweep_out *out, const lm_bench_case *c, const lm_bench_con
                 result->message);
     }
     lm_error err;
-    if (lm_result_append(out->csv, out->meta, &row, &err) != LM_OK ||
+    if (lm_results_put(out->csv, out->failed_before, out->meta, &row, &err) != LM_OK ||
         lm_csv_write_atomic(out->csv, out->path, &err) != LM_OK) {
         fprintf(stderr, "longmix sweep: %s\n", err.message);
         return LM_EXIT_USAGE;
@@ -548,104 +567,93 @@ static size_t take_group(const sweep_plan *plan, size_t *todo, size_t todo_count
     return count;
 }
 
-static int run_sweep(sweep_options *o)
+/* The table the run adds to: empty, or with --resume the file's rows, checked and
+ * de-duplicated (lm_results_resume), with the keys of its ok and failed rows. */
+static int open_results(const sweep_options *o, const lm_machine_meta *meta, lm_csv *csv,
+                        lm_key_set *done, lm_key_set *failed)
 {
-    lm_machine_meta meta;
-    lm_machine_meta_fill(&meta);
-    int cores = meta.cores > 0 ? meta.cores : 1;
-    sweep_grid grid;
-    int rc = build_grid(o, &grid, cores);
-    if (rc != 0)
-        return rc;
-    int shard_k = 1, shard_n = 1;
     lm_error err;
-    if (o->shard_text != NULL && lm_parse_shard(o->shard_text, &shard_k, &shard_n, &err) != LM_OK)
+    struct stat st;
+    const bool fresh = !o->resume || (stat(o->out_path, &st) != 0 && errno == ENOENT);
+    if (fresh)
+        return lm_csv_init_results(csv, &err) == LM_OK ? 0 : fail_usage(err.message);
+    lm_resume_counts counts;
+    if (lm_csv_read(csv, o->out_path, &err) != LM_OK)
         return fail_usage(err.message);
-    sweep_plan plan;
-    rc = build_plan(o, &grid, &plan);
-    if (rc != 0)
-        return rc;
-    lm_csv csv;
-    if (o->resume) {
-        FILE *probe = fopen(o->out_path, "r");
-        if (probe != NULL) {
-            fclose(probe);
-            if (lm_csv_read(&csv, o->out_path, &err) != LM_OK ||
-                lm_csv_check_results_header(&csv, o->out_path, &err) != LM_OK ||
-                csv.columns != LM_RESULTS_COLUMNS) {
-                free(plan.configs), free(plan.cases);
-                return fail_usage(err.message);
-            }
-        } else if (lm_csv_init_results(&csv, &err) != LM_OK) {
-            return fail_usage(err.message);
-        }
-    } else if (lm_csv_init_results(&csv, &err) != LM_OK) {
+    if (lm_results_resume(csv, o->out_path, meta, o->force, done, failed, &counts, &err) !=
+        LM_OK) {
+        lm_csv_free(csv);
+        lm_key_set_free(done), lm_key_set_free(failed);
         return fail_usage(err.message);
     }
-    /* Select this shard's configurations not already present. */
-    size_t *todo = malloc((plan.count ? plan.count : 1) * sizeof *todo), todo_count = 0;
-    size_t skipped = 0;
-    for (size_t i = 0; todo != NULL && i < plan.count; i++) {
+    if (counts.duplicates > 0 || counts.failed > 0)
+        fprintf(stderr, "longmix sweep: %s: %zu duplicate rows dropped, %zu failed rows to "
+                        "measure again\n", o->out_path, counts.duplicates, counts.failed);
+    return 0;
+}
+
+/* The plan indices of this shard not already done, into todo (malloc'd). */
+static int select_todo(const sweep_plan *plan, const lm_key_set *done, int shard_k,
+                       int shard_n, size_t **todo, size_t *todo_count, size_t *skipped)
+{
+    *todo = malloc((plan->count ? plan->count : 1) * sizeof **todo);
+    *todo_count = *skipped = 0;
+    if (*todo == NULL)
+        return -1;
+    for (size_t i = 0; i < plan->count; i++) {
         if (!lm_shard_selects(i, shard_k, shard_n))
             continue;
-        char key[512], have[512];
-        config_key(plan.cases[i], &plan.configs[i], key, sizeof key);
-        bool present = false;
-        for (size_t r = 0; r < csv.rows && !present; r++) {
-            lm_csv_row_key(&csv, r, have, sizeof have);
-            present = strcmp(key, have) == 0;
-        }
-        if (present)
-            skipped++;
+        char *key = config_key(plan->cases[i], &plan->configs[i]);
+        if (key == NULL)
+            return -1;
+        if (lm_key_set_has(done, key))
+            (*skipped)++;
         else
-            todo[todo_count++] = i;
+            (*todo)[(*todo_count)++] = i;
+        free(key);
     }
-    if (o->dry_run) {
-        for (size_t j = 0; j < todo_count; j++) {
-            char key[512];
-            config_key(plan.cases[todo[j]], &plan.configs[todo[j]], key, sizeof key);
-            printf("%s\n", key);
-        }
-        printf("%zu configurations (%zu already in %s)\n", todo_count, skipped, o->out_path);
-        free(todo), free(plan.configs), free(plan.cases), lm_csv_free(&csv);
-        return LM_EXIT_OK;
+    return 0;
+}
+
+static void print_dry_run(const sweep_plan *plan, const size_t *todo, size_t todo_count,
+                          size_t skipped, const char *out_path)
+{
+    for (size_t j = 0; j < todo_count; j++) {
+        char *key = config_key(plan->cases[todo[j]], &plan->configs[todo[j]]);
+        printf("%s\n", key ? key : "(out of memory)");
+        free(key);
     }
-    if (todo == NULL || lm_csv_write_atomic(&csv, o->out_path, &err) != LM_OK) {
-        fprintf(stderr, "longmix sweep: %s\n", todo ? err.message : "out of memory");
-        free(todo), free(plan.configs), free(plan.cases), lm_csv_free(&csv);
-        return LM_EXIT_USAGE;
-    }
-    struct sigaction action, previous;
-    memset(&action, 0, sizeof action);
-    action.sa_handler = on_interrupt;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, &previous);
+    printf("%zu configurations (%zu already in %s)\n", todo_count, skipped, out_path);
+}
+
+/* Measures todo[0..todo_count) in groups, recording each row; the exit code so far. */
+static int measure_all(const sweep_options *o, sweep_plan *plan, size_t *todo,
+                       size_t todo_count, sweep_out *out)
+{
     limits_cache *limits = calloc(1, sizeof *limits);
-    lm_progress progress;
-    lm_progress_start(&progress, todo_count);
     int exit_code = LM_EXIT_OK;
-    sweep_out out = {&csv, &meta, o->out_path, &progress, 0, 0};
     size_t group[LM_LIST_MAX];
     const lm_bench_case *cases[LM_LIST_MAX];
     lm_bench_config configs[LM_LIST_MAX];
     lm_bench_result results[LM_LIST_MAX];
+    lm_error err;
     for (size_t j = 0; j < todo_count && !interrupted && exit_code == LM_EXIT_OK; j++) {
         if (todo[j] == SIZE_MAX)
             continue; /* measured with an earlier group */
-        const lm_bench_case *c = plan.cases[todo[j]];
-        size_t count = take_group(&plan, todo, todo_count, j, o->interleave, group);
+        const lm_bench_case *c = plan->cases[todo[j]];
+        size_t count = take_group(plan, todo, todo_count, j, o->interleave, group);
         char label[160];
-        const lm_bench_config *k = &plan.configs[group[0]];
+        const lm_bench_config *k = &plan->configs[group[0]];
         if (count > 1)
             snprintf(label, sizeof label, "%s %s t%d %s n=%ld and %zu more, interleaved", c->name,
                      lm_isa_name(k->isa), k->threads, k->dtype, k->n_ctx, count - 1);
         else
             snprintf(label, sizeof label, "%s %s t%d %s n=%ld", c->name, lm_isa_name(k->isa),
                      k->threads, k->dtype, k->n_ctx);
-        lm_progress_update(&progress, out.done, label);
+        lm_progress_update(out->progress, out->done, label);
         for (size_t g = 0; g < count; g++) {
-            cases[g] = plan.cases[group[g]];
-            configs[g] = plan.configs[group[g]];
+            cases[g] = plan->cases[group[g]];
+            configs[g] = plan->configs[group[g]];
             if (!o->no_roofline && limits != NULL) /* measured before the group's runs */
                 limits_for(limits, configs[g].isa, configs[g].threads);
         }
@@ -663,23 +671,70 @@ static int run_sweep(sweep_options *o)
                 o->no_roofline || limits == NULL ? NULL
                                                  : limits_for(limits, configs[g].isa,
                                                               configs[g].threads);
-            exit_code = record_row(&out, cases[g], &configs[g], &results[g], lim);
+            exit_code = record_row(out, cases[g], &configs[g], &results[g], lim);
         }
     }
-    const size_t failed = out.failed, done = out.done;
+    free(limits);
+    return exit_code;
+}
+
+static int run_sweep(sweep_options *o)
+{
+    lm_machine_meta meta;
+    lm_machine_meta_fill(&meta);
+    int cores = meta.cores > 0 ? meta.cores : 1;
+    sweep_grid grid;
+    int rc = build_grid(o, &grid, cores);
+    if (rc != 0)
+        return rc;
+    int shard_k = 1, shard_n = 1;
+    lm_error err;
+    if (o->shard_text != NULL && lm_parse_shard(o->shard_text, &shard_k, &shard_n, &err) != LM_OK)
+        return fail_usage(err.message);
+    sweep_plan plan;
+    if ((rc = build_plan(o, &grid, &plan)) != 0)
+        return rc;
+    lm_csv csv;
+    lm_key_set done = {0}, failed_before = {0};
+    if ((rc = open_results(o, &meta, &csv, &done, &failed_before)) != 0) {
+        plan_free(&plan);
+        return rc;
+    }
+    size_t *todo = NULL, todo_count = 0, skipped = 0;
+    if (select_todo(&plan, &done, shard_k, shard_n, &todo, &todo_count, &skipped) != 0)
+        rc = fail_usage("out of memory planning the sweep");
+    else if (o->dry_run)
+        print_dry_run(&plan, todo, todo_count, skipped, o->out_path);
+    else if (lm_csv_write_atomic(&csv, o->out_path, &err) != LM_OK)
+        rc = fail_usage(err.message);
+    if (rc != 0 || o->dry_run) {
+        free(todo), plan_free(&plan), lm_csv_free(&csv);
+        lm_key_set_free(&done), lm_key_set_free(&failed_before);
+        return rc;
+    }
+    struct sigaction action, previous;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = on_interrupt;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &previous);
+    lm_progress progress;
+    lm_progress_start(&progress, todo_count);
+    sweep_out out = {&csv, &meta, o->out_path, &progress, &failed_before, 0, 0};
+    int exit_code = measure_all(o, &plan, todo, todo_count, &out);
     lm_progress_finish(&progress);
     sigaction(SIGINT, &previous, NULL);
     if (interrupted) {
         fprintf(stderr, "longmix sweep: interrupted; %s holds %zu rows (%zu new); rerun with "
-                        "--resume to finish\n", o->out_path, csv.rows, done);
+                        "--resume to finish\n", o->out_path, csv.rows, out.done);
         exit_code = 130;
     } else if (exit_code == LM_EXIT_OK) {
         fprintf(stderr, "longmix sweep: %zu configurations measured, %zu skipped (present), %zu "
-                        "failed -> %s\n", done, skipped, failed, o->out_path);
-        if (failed)
+                        "failed -> %s\n", out.done, skipped, out.failed, o->out_path);
+        if (out.failed)
             exit_code = LM_EXIT_CHECK_FAILED;
     }
-    free(limits), free(todo), free(plan.configs), free(plan.cases), lm_csv_free(&csv);
+    free(todo), plan_free(&plan), lm_csv_free(&csv);
+    lm_key_set_free(&done), lm_key_set_free(&failed_before);
     return exit_code;
 }
 
@@ -694,80 +749,4 @@ int lm_cmd_sweep(int argc, char **argv)
         return LM_EXIT_OK;
     }
     return run_sweep(&o);
-}
-
-/* ---- merge ------------------------------------------------------------------------ */
-
-static void merge_usage(FILE *out)
-{
-    fprintf(out, "usage: longmix merge A.csv B.csv ... --out ALL.csv [--force]\n\n"
-                 "Joins results files (e.g. the shards of longmix sweep --shard K/N) into one,\n"
-                 "keeping the first row of each configuration. Refuses files whose rows come\n"
-                 "from different CPU models or git revisions unless --force.\n");
-}
-
-int lm_cmd_merge(int argc, char **argv)
-{
-    const char *out_path = NULL;
-    bool force = false;
-    const char **names = calloc((size_t)argc, sizeof *names);
-    size_t count = 0;
-    if (names == NULL)
-        return fail_usage("out of memory");
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            merge_usage(stdout);
-            free(names);
-            return LM_EXIT_OK;
-        } else if (strcmp(argv[i], "--force") == 0) {
-            force = true;
-        } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
-            out_path = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr, "longmix merge: unknown option '%s'\n", argv[i]);
-            merge_usage(stderr);
-            free(names);
-            return LM_EXIT_USAGE;
-        } else {
-            names[count++] = argv[i];
-        }
-    }
-    if (out_path == NULL || count == 0) {
-        merge_usage(stderr);
-        free(names);
-        return LM_EXIT_USAGE;
-    }
-    lm_csv *inputs = calloc(count, sizeof *inputs);
-    lm_csv merged;
-    lm_error err;
-    int rc = LM_EXIT_OK;
-    size_t read = 0;
-    for (; inputs != NULL && read < count; read++)
-        if (lm_csv_read(&inputs[read], names[read], &err) != LM_OK) {
-            rc = LM_EXIT_USAGE;
-            break;
-        }
-    if (inputs == NULL) {
-        rc = LM_EXIT_USAGE;
-        snprintf(err.message, sizeof err.message, "out of memory");
-    }
-    if (rc == LM_EXIT_OK) {
-        if (lm_results_merge(inputs, names, count, force, &merged, &err) != LM_OK) {
-            rc = LM_EXIT_USAGE;
-        } else {
-            if (lm_csv_write_atomic(&merged, out_path, &err) != LM_OK)
-                rc = LM_EXIT_USAGE;
-            else
-                fprintf(stderr, "longmix merge: %zu rows from %zu files -> %s\n", merged.rows,
-                        count, out_path);
-            lm_csv_free(&merged);
-        }
-    }
-    if (rc != LM_EXIT_OK)
-        fprintf(stderr, "longmix merge: %s\n", err.message);
-    for (size_t i = 0; i < read && inputs != NULL; i++)
-        lm_csv_free(&inputs[i]);
-    free(inputs);
-    free(names);
-    return rc;
 }

@@ -721,3 +721,49 @@ Test(m8, checker_refuses_booleans_missing_fields_and_bad_sizes_by_path)
         json_decref(root);
     }
 }
+
+Test(m8, zoh_system_past_the_memory_budget_is_refused_before_allocating)
+{
+    /* 16384 steps of 4096 states: each field within its cap, gigabytes together */
+    json_t *root = contract_json();
+    json_t *zoh = json_object_get(root, "zoh");
+    json_t *a = json_array(), *b = json_array(), *c_row = json_array(), *c = json_array();
+    json_t *x = json_array(), *deltas = json_array();
+    for (int i = 0; i < 4096; i++) {
+        json_array_append_new(a, json_real(-1.0));
+        json_array_append_new(b, json_pack("[f]", 1.0));
+        json_array_append_new(c_row, json_real(1.0));
+    }
+    json_array_append_new(c, c_row);
+    for (int t = 0; t < 16384; t++) {
+        json_array_append_new(x, json_pack("[f]", 1.0));
+        json_array_append_new(deltas, json_real(0.1));
+    }
+    json_object_set_new(zoh, "continuous_a", a);
+    json_object_set_new(zoh, "continuous_b", b);
+    json_object_set_new(zoh, "output_c", c);
+    json_object_set_new(zoh, "inputs", x);
+    json_object_set_new(zoh, "deltas", deltas);
+    size_t passed, failed;
+    lm_error err;
+    cr_assert_eq(verify_json(root, &passed, &failed, &err), LM_ERR_SCHEMA);
+    cr_assert_str_eq(err.message, "zoh: checking 16384 steps of 4096 states, 1 inputs and 1 "
+                                  "outputs needs 99.5 GiB (all its buffers), more than the 1 GiB "
+                                  "limit");
+    json_decref(root);
+}
+
+Test(m8, ragged_expected_array_is_a_malformed_file)
+{
+    json_t *root = contract_json();
+    json_error_t error;
+    json_object_set_new(json_object_get(root, "zoh"), "exact_input_matrices",
+                        json_loads("[[[0.0, 0.0], 0.0], 0.0]", 0, &error));
+    size_t passed, failed;
+    lm_error err;
+    cr_assert_eq(verify_json(root, &passed, &failed, &err), LM_ERR_SCHEMA);
+    cr_assert_str_eq(err.message, "zoh.exact_input_matrices must be rectangular: "
+                                  "zoh.exact_input_matrices[0][1] must be an array of 2 entries, "
+                                  "got a real number");
+    json_decref(root);
+}

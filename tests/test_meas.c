@@ -2,6 +2,7 @@
  * option lists and shards, order statistics, the bench registry's checks. */
 #include "../harness/bench.h"
 #include "../harness/csv.h"
+#include "../harness/results.h"
 #include "../harness/opts.h"
 #include "../harness/progress.h"
 #include "../harness/stats.h"
@@ -68,8 +69,8 @@ static size_t entries_in(const char *dir)
 {
     DIR *d = opendir(dir);
     size_t n = 0;
-    for (struct dirent *e; (e = readdir(d)) != NULL;)
-        n += e->d_name[0] != '.';
+    for (struct dirent *e; (e = readdir(d)) != NULL;) /* dot files too: temp files are */
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
     closedir(d);
     return n;
 }
@@ -229,6 +230,8 @@ static void results_with(lm_csv *csv, const char *cpu, const char *rev, const ch
     memset(&meta, 0, sizeof meta);
     snprintf(meta.cpu_model, sizeof meta.cpu_model, "%s", cpu);
     snprintf(meta.git_rev, sizeof meta.git_rev, "%s", rev);
+    snprintf(meta.run_id, sizeof meta.run_id, "run-1");
+    snprintf(meta.timestamp, sizeof meta.timestamp, "2026-12-02T10:00:00Z");
     lm_result_row row = {.kernel = kernel, .isa = "scalar", .dtype = "f32", .status = "ok",
                          .threads = 1, .n_ctx = 64};
     cr_assert_eq(lm_csv_init_results(csv, NULL), LM_OK);
@@ -239,23 +242,25 @@ Test(meas, merge_refuses_mixed_machines_unless_forced)
 {
     lm_csv in[3], out;
     lm_error err;
+    size_t dropped;
     const char *names[] = {"a.csv", "b.csv", "c.csv"};
     results_with(&in[0], "CPU A", "abc", "k1");
     results_with(&in[1], "CPU A", "abc", "k2");
     results_with(&in[2], "CPU B", "abc", "k1");
-    cr_assert_eq(lm_results_merge(in, names, 2, false, &out, &err), LM_OK, "%s", err.message);
+    cr_assert_eq(lm_results_merge(in, names, 2, false, &out, &dropped, &err), LM_OK, "%s", err.message);
     cr_assert_eq(out.rows, 2);
     lm_csv_free(&out);
-    cr_assert_eq(lm_results_merge(in, names, 3, false, &out, &err), LM_ERR_SCHEMA);
+    cr_assert_eq(lm_results_merge(in, names, 3, false, &out, &dropped, &err), LM_ERR_SCHEMA);
     cr_assert(strstr(err.message, "c.csv") && strstr(err.message, "CPU B") &&
                   strstr(err.message, "--force"), "%s", err.message);
-    cr_assert_eq(lm_results_merge(in, names, 3, true, &out, &err), LM_OK);
+    cr_assert_eq(lm_results_merge(in, names, 3, true, &out, &dropped, &err), LM_OK);
     cr_assert_eq(out.rows, 3, "same configuration on two machines stays two rows");
     lm_csv_free(&out);
     /* the same shard twice: duplicates dropped */
     lm_csv twice[2] = {in[0], in[0]};
-    cr_assert_eq(lm_results_merge(twice, names, 2, false, &out, &err), LM_OK);
+    cr_assert_eq(lm_results_merge(twice, names, 2, false, &out, &dropped, &err), LM_OK);
     cr_assert_eq(out.rows, 1);
+    cr_assert_eq(dropped, 1);
     lm_csv_free(&out);
     for (int i = 0; i < 3; i++)
         lm_csv_free(&in[i]);

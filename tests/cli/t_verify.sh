@@ -4,7 +4,7 @@ m8_pin=28cbfd26cb5163eff23dd9ac6fd3084a325ee3a5efcb96192edd9562ae9b7387
 
 test_default_run_passes_and_ends_with_summary() {
   expect_exit 0 "$LONGMIX" verify
-  tail -n 1 "$WORK/out" | grep -qE '^[0-9]+ passed, 0 failed$'
+  tail -n 1 "$WORK/out" | grep -qE '^[0-9]+ passed, 0 failed, 0 errors$'
   expect_text out "PASS contracts/m8.json: pin/sha256"
 }
 test_pin_mismatch_fails_and_prints_both_digests() {
@@ -12,7 +12,7 @@ test_pin_mismatch_fails_and_prints_both_digests() {
   expect_exit 1 "$LONGMIX" verify --sha256 $m8_pin "$WORK/m8.json"
   expect_text err "pinned $m8_pin"
   expect_text err "$(sha256sum "$WORK/m8.json" | cut -d' ' -f1)"
-  tail -n 1 "$WORK/out" | grep -qE '^0 passed, 1 failed$'
+  tail -n 1 "$WORK/out" | grep -qE '^0 passed, 1 failed, 0 errors$'
 }
 test_one_flipped_digit_is_caught() {
   # flip one digit of an expected value; re-pin so only the recomputation can catch it

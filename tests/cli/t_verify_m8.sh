@@ -11,7 +11,7 @@ build_variant() {
 
 test_m8_shipped_contract_passes() {
   expect_exit 0 "$LONGMIX" verify contracts/m8.json
-  tail -n 1 "$WORK/out" | grep -qE '^[0-9]+ passed, 0 failed$'
+  tail -n 1 "$WORK/out" | grep -qE '^[0-9]+ passed, 0 failed, 0 errors$'
   local n; n=$(tail -n 1 "$WORK/out" | cut -d' ' -f1)
   [ "$n" -ge 150 ] || { echo "    only $n checks" >&2; return 1; }
   for section in zoh affine_scan linear_attention delta recall memory decode_flops negative; do
@@ -30,7 +30,7 @@ test_m8_generated_variants_pass() {
   for k in 0 1 2 3 5; do
     local digest; digest=$(build_variant "$WORK/v$k.json" --seed-offset $k)
     expect_exit 0 "$LONGMIX" verify --sha256 "$digest" "$WORK/v$k.json"
-    tail -n 1 "$WORK/out" | grep -qE '^[0-9]+ passed, 0 failed$'
+    tail -n 1 "$WORK/out" | grep -qE '^[0-9]+ passed, 0 failed, 0 errors$'
   done
 }
 
@@ -55,7 +55,7 @@ test_m8_perturbed_variant_fails_naming_the_check() {
     local digest; digest=$(build_variant "$WORK/p.json" --seed-offset 2 --perturb "$target")
     expect_exit 1 "$LONGMIX" verify --sha256 "$digest" "$WORK/p.json"
     expect_text out "FAIL $WORK/p.json: ${target%%.*}/${target#*.}: "
-    tail -n 1 "$WORK/out" | grep -qE '^[0-9]+ passed, 1 failed$'
+    tail -n 1 "$WORK/out" | grep -qE '^[0-9]+ passed, 1 failed, 0 errors$'
   done
 }
 

@@ -4,7 +4,7 @@ primer_pin() { sha256sum "$1" | cut -d' ' -f1; }
 
 test_primer_passes_with_one_check_per_number() {
   expect_exit 0 "$LONGMIX" verify contracts/primer.json
-  tail -n 1 "$WORK/out" | grep -qE '^[0-9]+ passed, 0 failed$'
+  tail -n 1 "$WORK/out" | grep -qE '^[0-9]+ passed, 0 failed, 0 errors$'
   # one check per number plus the pin
   numbers=$("$PYTHON" -c 'import json; print(json.load(open("contracts/primer.json"))["numbers"])')
   checks=$(grep -c '^PASS contracts/primer.json: ' "$WORK/out")
@@ -15,7 +15,7 @@ test_primer_passes_with_one_check_per_number() {
 test_generated_variant_passes() {
   "$PYTHON" scripts/build_primer_contract.py --variant 3 -o "$WORK/v.json" 2>/dev/null
   expect_exit 0 "$LONGMIX" verify --sha256 "$(primer_pin "$WORK/v.json")" "$WORK/v.json"
-  tail -n 1 "$WORK/out" | grep -qE '^[0-9]+ passed, 0 failed$'
+  tail -n 1 "$WORK/out" | grep -qE '^[0-9]+ passed, 0 failed, 0 errors$'
 }
 test_perturbed_variant_fails() {
   "$PYTHON" scripts/build_primer_contract.py --variant 4 -o "$WORK/v.json" 2>/dev/null

@@ -1,7 +1,14 @@
 /* Check results of a verify run, and their writers (text, TAP, JUnit XML, JSON).
- * Every check records: file, section, name, PASS/FAIL, expected, got, tolerance. */
-#ifndef LONGMIX_REPORT_H
-#define LONGMIX_REPORT_H
+ * Every check records: file, section, name, PASS/FAIL, expected, got, tolerance. A file
+ * that could not be checked (unreadable, unpinned, malformed, a bad field: the CLI's exit
+ * 2) is recorded as an ERROR with its message, and counted apart from failed checks.
+ *
+ * Every writer escapes what it prints, since ids, names and paths come from files and
+ * command lines: control characters, C1 controls and invalid UTF-8 appear as \n, \x1b,
+ * \u009b, \xff (backslash itself as \\), so no text can forge a line, reach a terminal as
+ * an escape sequence or break the XML/JSON; TAP also escapes '#' (a directive). */
+#ifndef LONGMIX_VERIFY_REPORT_H
+#define LONGMIX_VERIFY_REPORT_H
 
 #include "longmix.h"
 
@@ -40,10 +47,22 @@ bool lm_check_rejects(lm_report *report, const char *section, const char *name,
                       lm_status expected, lm_status returned, const lm_error *got,
                       const char *must_mention);
 
+/* Records that `file` could not be checked (an exit-2 error), with the reason. */
+void lm_report_error(lm_report *report, const char *file, const char *message);
+
 size_t lm_report_passed(const lm_report *report);
 size_t lm_report_failed(const lm_report *report);
+/* Files that could not be checked, plus one when the report ran out of memory (some
+ * checks were then not recorded). */
+size_t lm_report_errors(const lm_report *report);
 
-/* Writes every check in `format`; text and TAP end with the line "N passed, N failed". */
+/* Writes every check and error in `format`; text and TAP end with the line
+ * "N passed, N failed, N errors" (TAP as a comment), JUnit counts errors in its errors
+ * attributes, JSON in "errors". A run passed only when failed and errors are both 0. */
 void lm_report_write(const lm_report *report, lm_format format, FILE *out);
+
+/* Writes `text` for a terminal or log: control characters, C1 controls, invalid UTF-8 and
+ * backslashes escaped as the text report does (for messages on stderr). */
+void lm_write_visible(FILE *out, const char *text);
 
 #endif
