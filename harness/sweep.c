@@ -1,6 +1,6 @@
 /* longmix sweep: run bench-registry kernels over a grid of configurations into a tidy
  * results CSV (atomic writes, --resume, --shard, Ctrl-C safe), and longmix merge. */
-#include "bench.h"
+#include "registry.h"
 #include "cli.h"
 #include "csv.h"
 #include "opts.h"
@@ -593,7 +593,8 @@ static int run_sweep(sweep_options *o)
         bool present = false;
         for (size_t r = 0; r < csv.rows && !present; r++) {
             lm_csv_row_key(&csv, r, have, sizeof have);
-            present = strcmp(key, have) == 0;
+            /* rows of an older CSV may name a kernel by its old word (attn_decode_q) */
+            present = strcmp(key, lm_registry_canonical_key(have, sizeof have)) == 0;
         }
         if (present)
             skipped++;

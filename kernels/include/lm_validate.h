@@ -7,7 +7,7 @@
 #ifndef LONGMIX_VALIDATE_H
 #define LONGMIX_VALIDATE_H
 
-#include "longmix.h"
+#include "lm_core.h"
 
 #include <stdbool.h>
 #include <stddef.h>

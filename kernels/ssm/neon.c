@@ -11,7 +11,7 @@
 #define MAMBA1_DECODE_BLOCK mamba1_decode_block_neon
 #include "mamba1_body.h"
 
-void lm_ssm_mamba1_scan_f32_neon(const lm_ssm_mamba1_f32 *p, size_t batch_index,
+void lm_mamba1_scan_f32_neon(const lm_ssm_mamba1_f32 *p, size_t batch_index,
                                  size_t d_begin, size_t d_end)
 {
     size_t d = d_begin;
@@ -20,5 +20,5 @@ void lm_ssm_mamba1_scan_f32_neon(const lm_ssm_mamba1_f32 *p, size_t batch_index,
             mamba1_decode_block_neon(p, batch_index, d);
         else
             mamba1_block_neon(p, batch_index, d);
-    lm_ssm_mamba1_scan_f32_scalar(p, batch_index, d, d_end);
+    lm_mamba1_scan_f32_scalar(p, batch_index, d, d_end);
 }

@@ -7,7 +7,7 @@
 #define MAMBA1_DECODE_BLOCK mamba1_decode_block_scalar
 #include "mamba1_body.h"
 
-void lm_ssm_mamba1_scan_f32_scalar(const lm_ssm_mamba1_f32 *p, size_t batch_index,
+void lm_mamba1_scan_f32_scalar(const lm_ssm_mamba1_f32 *p, size_t batch_index,
                                    size_t d_begin, size_t d_end)
 {
     for (size_t d = d_begin; d < d_end; d++)

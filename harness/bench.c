@@ -1,55 +1,12 @@
-/* The bench registry, the measurement loop every harness uses, and the gemv case. */
+/* The measurement loop every harness uses (the sweep, the crossover) and the helpers of
+ * the case files. The cases themselves are registered in harness/registry.h. */
 #include "bench.h"
-
-#include "../kernels/gemv/gemv.h"
-#include "lm_ops.h"
 
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- registry ------------------------------------------------------------------ */
-
-static const lm_bench_case *const *const families[] = {
-    lm_bench_cases_core, lm_bench_cases_attention, lm_bench_cases_recurrent};
-
-size_t lm_bench_count(void)
-{
-    size_t n = 0;
-    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
-        for (const lm_bench_case *const *c = families[f]; *c != NULL; c++)
-            n++;
-    return n;
-}
-
-const lm_bench_case *lm_bench_at(size_t index)
-{
-    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
-        for (const lm_bench_case *const *c = families[f]; *c != NULL; c++)
-            if (index-- == 0)
-                return *c;
-    return NULL;
-}
-
-const lm_bench_case *lm_bench_find(const char *name)
-{
-    for (size_t i = 0, n = lm_bench_count(); i < n; i++)
-        if (strcmp(lm_bench_at(i)->name, name) == 0)
-            return lm_bench_at(i);
-    return NULL;
-}
-
-const lm_bench_case *lm_bench_find_role(const char *role, size_t skip)
-{
-    for (size_t i = 0, n = lm_bench_count(); i < n; i++) {
-        const lm_bench_case *c = lm_bench_at(i);
-        if (c->role != NULL && strcmp(c->role, role) == 0 && skip-- == 0)
-            return c;
-    }
-    return NULL;
-}
 
 bool lm_bench_supports_dtype(const lm_bench_case *bench, const char *dtype)
 {
@@ -83,6 +40,7 @@ void lm_bench_default_config(const lm_bench_case *bench, lm_bench_config *config
 /* One member of a measured set: its state between setup and teardown. */
 typedef struct member {
     void *state;
+    const lm_ops *ops; /* lm_ops_for(config->isa) */
     double *samples;
     long inner;
     int done;
@@ -90,12 +48,19 @@ typedef struct member {
     lm_error run_err;
 } member;
 
-/* Forces the member's ISA and team size (untimed); the status. */
-static lm_status prepare_member(const lm_bench_config *config, member *m)
+/* The member's team size (untimed, before each of its repetitions). */
+static void prepare_member(const lm_bench_config *config)
 {
-    lm_status s = lm_isa_force(config->isa, &m->run_err);
     omp_set_num_threads(config->threads);
-    return s;
+}
+
+const lm_ops *lm_bench_ops(const lm_bench_config *config, lm_error *err)
+{
+    const lm_ops *ops = lm_isa_available(config->isa) ? lm_ops_for(config->isa) : NULL;
+    if (ops == NULL)
+        lm_fail(err, LM_ERR_UNSUPPORTED, "ISA path %s is not available on this machine",
+                lm_isa_name(config->isa));
+    return ops;
 }
 
 /* Runs the member `inner` times; the status. */
@@ -103,7 +68,7 @@ static lm_status run_member(const lm_bench_case *bench, member *m, long inner)
 {
     lm_status s = LM_OK;
     for (long i = 0; i < inner && s == LM_OK; i++)
-        s = bench->run(m->state, &m->run_err);
+        s = bench->run(m->state, m->ops, &m->run_err);
     return s;
 }
 
@@ -116,9 +81,10 @@ static lm_status start_member(const lm_bench_case *bench, const lm_bench_config 
     result->err_max = -1.0;
     if (config->threads < 1)
         return lm_fail(err, LM_ERR_ARG, "threads must be >= 1, got %d", config->threads);
-    lm_status s = lm_isa_force(config->isa, err);
-    if (s != LM_OK)
-        return s;
+    m->ops = lm_bench_ops(config, err);
+    if (m->ops == NULL)
+        return LM_ERR_UNSUPPORTED;
+    lm_status s;
     omp_set_num_threads(config->threads);
     bench->cost(config, &result->flops, &result->bytes);
     s = bench->setup(config, &m->state, err);
@@ -151,7 +117,7 @@ static void finish_member(const lm_bench_case *bench, member *m, lm_bench_result
     result->time = lm_summarize(m->samples, (size_t)m->done);
     free(m->samples);
     if (s == LM_OK)
-        s = bench->check(m->state, &result->checksum, &result->err_max, &m->run_err);
+        s = bench->check(m->state, m->ops, &result->checksum, &result->err_max, &m->run_err);
     bench->teardown(m->state);
     result->status = s;
     snprintf(result->message, sizeof result->message, "%s", s == LM_OK ? "" : m->run_err.message);
@@ -192,9 +158,7 @@ lm_status lm_bench_measure_set(const lm_bench_case *const *benches,
                 m[i].status = lm_fail(&m[i].run_err, LM_ERR_ARG, "interrupted");
                 continue;
             }
-            m[i].status = prepare_member(&configs[i], &m[i]);
-            if (m[i].status != LM_OK)
-                continue;
+            prepare_member(&configs[i]);
             double start = lm_now();
             m[i].status = run_member(benches[i], &m[i], m[i].inner);
             double t = (lm_now() - start) / (double)m[i].inner;
@@ -264,101 +228,3 @@ double lm_bench_sum_f32(const float *x, size_t count)
     }
     return sum;
 }
-
-/* ---- gemv_rowdot: y = X w, rows split over threads -------------------------------- */
-
-typedef struct gemv_state {
-    size_t n, d;
-    float *x; /* {n, d} */
-    float *w; /* {d} */
-    float *y; /* {n} */
-    const lm_ops *ops;
-} gemv_state;
-
-static void gemv_teardown(void *state)
-{
-    gemv_state *g = state;
-    if (g == NULL)
-        return;
-    lm_free(g->x), lm_free(g->w), lm_free(g->y);
-    free(g);
-}
-
-static lm_status gemv_setup(const lm_bench_config *config, void **state, lm_error *err)
-{
-    if (config->n_ctx < 1 || config->d_inner < 1)
-        return lm_fail(err, LM_ERR_SHAPE, "gemv_rowdot needs n_ctx >= 1 rows and d_inner >= 1");
-    gemv_state *g = calloc(1, sizeof *g);
-    if (g == NULL)
-        return lm_fail(err, LM_ERR_NOMEM, "out of memory");
-    g->n = (size_t)config->n_ctx;
-    g->d = (size_t)config->d_inner;
-    g->x = lm_bench_uniform_f32(config->seed, g->n * g->d, -1.0, 1.0);
-    g->w = lm_bench_uniform_f32(config->seed + 1, g->d, -1.0, 1.0);
-    g->y = lm_alloc(g->n * sizeof *g->y);
-    g->ops = lm_ops_active();
-    if (g->x == NULL || g->w == NULL || g->y == NULL) {
-        gemv_teardown(g);
-        return lm_fail(err, LM_ERR_NOMEM, "cannot allocate gemv_rowdot inputs (%ld x %ld)",
-                       config->n_ctx, config->d_inner);
-    }
-    *state = g;
-    return LM_OK;
-}
-
-static lm_status gemv_run(void *state, lm_error *err)
-{
-    (void)err;
-    gemv_state *g = state;
-    long blocks = (long)((g->n + 63) / 64);
-#pragma omp parallel for schedule(static)
-    for (long b = 0; b < blocks; b++) {
-        size_t row = (size_t)b * 64, rows = g->n - row < 64 ? g->n - row : 64;
-        g->ops->rowdot_f32(g->x + row * g->d, g->w, g->y + row, rows, g->d);
-    }
-    return LM_OK;
-}
-
-static lm_status gemv_check(void *state, double *checksum, double *err_max, lm_error *err)
-{
-    gemv_state *g = state;
-    *checksum = lm_bench_sum_f32(g->y, g->n);
-    double worst = 0.0;
-    for (size_t i = 0; i < g->n; i++) { /* float64 reference row by row, scaled by sum |x w| */
-        double exact = 0.0, scale = 0.0;
-        for (size_t j = 0; j < g->d; j++) {
-            exact += (double)g->x[i * g->d + j] * (double)g->w[j];
-            scale += fabs((double)g->x[i * g->d + j] * (double)g->w[j]);
-        }
-        double e = fabs((double)g->y[i] - exact) / (scale > 0.0 ? scale : 1.0);
-        if (!(e <= worst))
-            worst = e;
-    }
-    *err_max = worst;
-    if (!isfinite(*checksum) || !(worst <= 1e-5))
-        return lm_fail(err, LM_ERR_NUMERIC,
-                       "gemv_rowdot output differs from the float64 reference: %.3g", worst);
-    return LM_OK;
-}
-
-static void gemv_cost(const lm_bench_config *config, double *flops, double *bytes)
-{
-    double n = (double)config->n_ctx, d = (double)config->d_inner;
-    *flops = 2.0 * n * d;
-    *bytes = 4.0 * (n * d + d + n);
-}
-
-static const lm_bench_case gemv_rowdot = {
-    .name = "gemv_rowdot",
-    .summary = "y = X w over n_ctx rows of width d_inner (the template kernel)",
-    .dtypes = "f32",
-    .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_SSM,
-    .defaults = {.bits = 32, .n_ctx = 4096, .d_inner = 1024, .batch = 1},
-    .setup = gemv_setup,
-    .run = gemv_run,
-    .check = gemv_check,
-    .cost = gemv_cost,
-    .teardown = gemv_teardown,
-};
-
-const lm_bench_case *const lm_bench_cases_core[] = {&gemv_rowdot, NULL};
