@@ -48,7 +48,7 @@ def time_vs_context(rows, summary, path):
     threads = max(int(_num(r, "threads")) for r in rows)
     rows = [r for r in rows if int(_num(r, "threads")) == threads]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    panels = (("decode", {"attn_decode", "attn_decode_q"}, {"mamba1_step", "ssd_step"}),
+    panels = (("decode", {"attn_decode", "kvq_decode", "attn_decode_q"}, {"mamba1_step", "ssd_step"}),
               ("prefill", {"attn_prefill"}, {"mamba1_scan", "linear_chunked", "ssd_chunked"}))
     drew = False
     for ax, (phase, growing, flat_kernels) in zip(axes, panels):
@@ -157,8 +157,8 @@ def roofline_fraction(rows, path):
 
 def quant_error(lesson_rows, rows, path):
     """Attention output error vs bits: the lesson's reference schemes (longmix lesson) and
-    the measured quantized decode kernels (err_max of attn_decode_q rows)."""
-    quantized = [r for r in _ok(rows) if r["kernel"] == "attn_decode_q" and _num(r, "err_max") > 0]
+    the measured quantized decode kernels (err_max of kvq_decode rows; attn_decode_q is its old name)."""
+    quantized = [r for r in _ok(rows) if r["kernel"] in ("kvq_decode", "attn_decode_q") and _num(r, "err_max") > 0]
     if not lesson_rows and not quantized:
         return None
     fig, ax = plt.subplots(figsize=(7, 4))
