@@ -10,58 +10,53 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Float64 attention of one query row against rows 0..n-1 of k/v (any storage dtype):
- * out {d} = sum_j softmax_j(q . k_j * scale) v_j. scores {n} and row {d} are scratch. */
-static void attend_f64(const float *q, const void *k, const void *v, lm_kv_dtype dtype,
-                       size_t n, size_t d, size_t row_stride, double scale, double *scores,
-                       float *row, double *out)
-{
-    size_t size = lm_kv_dtype_size(dtype);
-    double top = -(double)INFINITY;
-    for (size_t j = 0; j < n; j++) {
-        lm_kv_load(dtype, (const char *)k + j * row_stride * size, row, d);
-        double s = 0.0;
-        for (size_t c = 0; c < d; c++)
-            s += (double)q[c] * (double)row[c];
-        scores[j] = s * scale;
-        if (scores[j] > top)
-            top = scores[j];
-    }
-    double total = 0.0;
-    for (size_t c = 0; c < d; c++)
-        out[c] = 0.0;
-    for (size_t j = 0; j < n; j++) {
-        double w = exp(scores[j] - top);
-        total += w;
-        lm_kv_load(dtype, (const char *)v + j * row_stride * size, row, d);
-        for (size_t c = 0; c < d; c++)
-            out[c] += w * (double)row[c];
-    }
-    for (size_t c = 0; c < d; c++)
-        out[c] /= total;
-}
-
-/* The scratch of attend_f64 over up to n keys of d values. */
+/* The float64 side of an attention check: one query row widened, rows 0..n-1 of k and v
+ * (any storage dtype) widened, and the family's oracle's output. */
 typedef struct attend_scratch {
-    double *scores, *exact; /* {n}, {d} */
-    float *row;             /* {d} */
+    double *q, *k, *v, *exact; /* {d}, {n, d}, {n, d}, {d} */
+    float *row;                /* {d} */
 } attend_scratch;
 
 static void scratch_close(attend_scratch *w)
 {
-    free(w->scores), free(w->exact), free(w->row);
+    free(w->q), free(w->k), free(w->v), free(w->exact), free(w->row);
 }
 
 /* False (everything freed) when out of memory. */
 static bool scratch_open(attend_scratch *w, size_t n, size_t d)
 {
-    w->scores = malloc(n * sizeof *w->scores);
+    w->q = malloc(d * sizeof *w->q);
+    w->k = malloc(n * d * sizeof *w->k);
+    w->v = malloc(n * d * sizeof *w->v);
     w->exact = malloc(d * sizeof *w->exact);
     w->row = malloc(d * sizeof *w->row);
-    if (w->scores != NULL && w->exact != NULL && w->row != NULL)
+    if (w->q != NULL && w->k != NULL && w->v != NULL && w->exact != NULL && w->row != NULL)
         return true;
     scratch_close(w);
     return false;
+}
+
+/* w->exact {d} = softmax_j(q . k_j / sqrt(d)) v over rows 0..n-1 of k/v (storage dtype, rows
+ * row_stride elements apart), by the attention family's float64 oracle
+ * lm_attn_decode_f64_ref (one sequence, one head). NaN when the oracle refuses the inputs,
+ * so the check fails rather than passing unchecked. */
+static void attend_f64(const float *q, const void *k, const void *v, lm_kv_dtype dtype,
+                       size_t n, size_t d, size_t row_stride, attend_scratch *w)
+{
+    const size_t size = lm_kv_dtype_size(dtype);
+    for (size_t c = 0; c < d; c++)
+        w->q[c] = (double)q[c];
+    for (size_t j = 0; j < n; j++) {
+        lm_kv_load(dtype, (const char *)k + j * row_stride * size, w->row, d);
+        for (size_t c = 0; c < d; c++)
+            w->k[j * d + c] = (double)w->row[c];
+        lm_kv_load(dtype, (const char *)v + j * row_stride * size, w->row, d);
+        for (size_t c = 0; c < d; c++)
+            w->v[j * d + c] = (double)w->row[c];
+    }
+    if (lm_attn_decode_f64_ref(w->q, w->k, w->v, &n, w->exact, 1, 1, 1, d, n, NULL) != LM_OK)
+        for (size_t c = 0; c < d; c++)
+            w->exact[c] = (double)NAN;
 }
 
 /* ---- decode ------------------------------------------------------------------------ */
@@ -149,8 +144,7 @@ static lm_status decode_check(void *state, const lm_ops *ops, double *checksum,
             size_t kv = b * a->kv_heads + h / group;
             const char *k = (const char *)a->k + kv * n * d * size;
             const char *v = (const char *)a->v + kv * n * d * size;
-            attend_f64(a->q + (b * a->heads + h) * d, k, v, a->dtype, n, d, d,
-                       1.0 / sqrt((double)d), w.scores, w.row, w.exact);
+            attend_f64(a->q + (b * a->heads + h) * d, k, v, a->dtype, n, d, d, &w);
             lm_bench_err_add_f32(&e, a->o + (b * a->heads + h) * d, w.exact, d);
         }
     scratch_close(&w);
@@ -268,7 +262,7 @@ static lm_status prefill_check(void *state, const lm_ops *ops, double *checksum,
             /* keys first..i of KV head g: row stride kv_heads * d floats */
             attend_f64(a->q + (i * a->heads + h) * d, a->k + (first * a->kv_heads + g) * d,
                        a->v + (first * a->kv_heads + g) * d, LM_KV_F32, i + 1 - first, d,
-                       a->kv_heads * d, 1.0 / sqrt((double)d), w.scores, w.row, w.exact);
+                       a->kv_heads * d, &w);
             lm_bench_err_add_f32(&e, a->o + (i * a->heads + h) * d, w.exact, d);
         }
     scratch_close(&w);
@@ -402,7 +396,7 @@ static lm_status kvq_check(void *state, const lm_ops *ops, double *checksum,
         return lm_bench_err_skipped(*checksum, err_max, err);
     for (size_t h = 0; h < s->heads; h++) { /* token-major {n, kv_heads, d}: stride g * d */
         attend_f64(s->q + h * d, s->k + (h / group) * d, s->v + (h / group) * d, LM_KV_F32, n,
-                   d, g * d, 1.0 / sqrt((double)d), w.scores, w.row, w.exact);
+                   d, g * d, &w);
         lm_bench_err_add_f32(&e, s->o + h * d, w.exact, d);
     }
     scratch_close(&w);
@@ -528,8 +522,7 @@ static lm_status ring_check(void *state, const lm_ops *ops, double *checksum,
         size_t kv = h / group;
         const char *k = (const char *)c->k + kv * c->window * d * size;
         const char *v = (const char *)c->v + kv * c->window * d * size;
-        attend_f64(s->q + h * d, k, v, c->dtype, held, d, d, 1.0 / sqrt((double)d), w.scores, w.row,
-                   w.exact);
+        attend_f64(s->q + h * d, k, v, c->dtype, held, d, d, &w);
         lm_bench_err_add_f32(&e, s->o + h * d, w.exact, d);
     }
     scratch_close(&w);

@@ -98,30 +98,34 @@ static lm_status mamba_run(void *state, const lm_ops *ops, lm_error *err)
     return lm_ssm_mamba1_scan_f32(&s->p, ops, err);
 }
 
-static double softplus(double u) { return (u > 0.0 ? u : 0.0) + log1p(exp(-fabs(u))); }
-
-/* Float64 recurrence of channel d of batch row b over every token; y_exact {L}. */
+/* The float64 recurrence of channel d of batch row b over every token, y_exact {L}, by the
+ * family's oracle lm_ssm_mamba1_scan_f64_ref on that channel alone (its x, delta_raw and z
+ * columns gathered; b and c shared by every channel). h {N + 4 L + 2 L N} is scratch. NaN
+ * when the oracle refuses the inputs, so the check fails rather than passing unchecked. */
 static void mamba_channel_f64(const lm_ssm_mamba1_f32 *p, size_t b, size_t d, double *h,
                               double *y_exact)
 {
-    size_t n = p->state, dd = p->channels;
-    for (size_t j = 0; j < n; j++)
+    const size_t n = p->state, dd = p->channels, L = p->length;
+    double *x = h + n, *dr = x + L, *z = dr + L, *bb = z + L, *cc = bb + L * n;
+    double *yy = cc + L * n;
+    double a[LM_SSM_MAX_STATE], bias = (double)p->delta_bias[d], skip = (double)p->skip[d];
+    for (size_t j = 0; j < n; j++) {
         h[j] = p->h0 ? (double)p->h0[(b * dd + d) * n + j] : 0.0;
-    for (size_t t = 0; t < p->length; t++) {
-        size_t td = (b * p->length + t) * dd + d, tn = (b * p->length + t) * n;
-        double delta = softplus((double)p->delta_raw[td] + (double)p->delta_bias[d]);
-        double x = (double)p->x[td], out = 0.0;
-        for (size_t j = 0; j < n; j++) {
-            double a = (double)p->a[d * n + j];
-            double bbar = a != 0.0 ? expm1(delta * a) / a * (double)p->b[tn + j]
-                                   : delta * (double)p->b[tn + j];
-            h[j] = exp(delta * a) * h[j] + bbar * x;
-            out += (double)p->c[tn + j] * h[j];
-        }
-        out += (double)p->skip[d] * x;
-        double z = (double)p->z[td];
-        y_exact[t] = out * (z / (1.0 + exp(-z)));
+        a[j] = (double)p->a[d * n + j];
     }
+    for (size_t t = 0; t < L; t++) {
+        const size_t td = (b * L + t) * dd + d, tn = (b * L + t) * n;
+        x[t] = (double)p->x[td], dr[t] = (double)p->delta_raw[td], z[t] = (double)p->z[td];
+        for (size_t j = 0; j < n; j++)
+            bb[t * n + j] = (double)p->b[tn + j], cc[t * n + j] = (double)p->c[tn + j];
+    }
+    lm_ssm_mamba1_f64 one = {.batch = 1, .length = L, .channels = 1, .state = n, .x = x,
+                             .delta_raw = dr, .delta_bias = &bias, .a = a, .b = bb, .c = cc,
+                             .skip = &skip, .z = z, .h0 = h, .y = yy, .h_final = NULL,
+                             .exact_zoh = true};
+    const bool ok = lm_ssm_mamba1_scan_f64_ref(&one, NULL) == LM_OK;
+    for (size_t t = 0; t < L; t++)
+        y_exact[t] = ok ? yy[t] : (double)NAN;
 }
 
 static lm_status mamba_check(void *state, const lm_ops *ops, double *checksum,
@@ -138,7 +142,7 @@ static lm_status mamba_check(void *state, const lm_ops *ops, double *checksum,
         memcpy(s->h, s->h_init, bsz * d * n * sizeof(float)); /* reference reads h0 = h */
     }
     *checksum = lm_bench_sum_f32(s->y, bsz * len * d);
-    double *h = malloc(n * sizeof *h), *y = malloc(len * sizeof *y);
+    double *h = malloc((n + 4 * len + 2 * len * n) * sizeof *h), *y = malloc(len * sizeof *y);
     if (h == NULL || y == NULL) {
         free(h), free(y);
         return lm_bench_err_skipped(*checksum, err_max, err);

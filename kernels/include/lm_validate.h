@@ -21,6 +21,11 @@ bool lm_all_finite_f64(const double *x, size_t count);
 lm_status lm_require_finite_f64(const char *name, const double *x, size_t count,
                                 lm_error *err);
 
+/* An optional array: LM_OK when x is NULL, else LM_ERR_NONFINITE "NAME must contain only
+ * finite values (NAME[i] = v)" naming the first non-finite element. */
+lm_status lm_require_finite_or_null_f64(const char *name, const double *x, size_t count,
+                                        lm_error *err);
+
 /* A non-empty finite array: LM_ERR_SHAPE "NAME must be non-empty" when count is 0, then
  * lm_require_finite_f64. */
 lm_status lm_require_nonempty_finite_f64(const char *name, const double *x, size_t count,

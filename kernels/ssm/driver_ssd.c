@@ -4,6 +4,7 @@
  * sequences (ssm.h explains the correspondence); the decode step updates the state in
  * place. */
 #include "ssm.h"
+#include "lm_math.h"
 #include "lm_ops.h"
 
 #include <math.h>
@@ -42,7 +43,6 @@ static inline void prefetch_row(const float *row, size_t count, bool for_write)
 #endif
 }
 
-static float softplusf(float u) { return fmaxf(u, 0.0f) + log1pf(expf(-fabsf(u))); }
 
 static lm_status check(const lm_ssm_ssd_f32 *p, lm_error *err)
 {
@@ -262,7 +262,7 @@ lm_status lm_ssm_ssd_scan_f32(const lm_ssm_ssd_f32 *p, bool chunked, size_t chun
                  * side so that B and C are shared by the heads of a group */
                 for (size_t t = 0; t < len; t++) {
                     const size_t row = bi * L + t0 + t;
-                    const float delta = softplusf(p->dt_raw[row * H + h] + bias);
+                    const float delta = lm_softplus_f32(p->dt_raw[row * H + h] + bias);
                     lg[t] = delta * p->a[h];
                     const float *x = p->x + (row * H + h) * P; /* {P} */
                     float *xt = xb + t * P, *vt = v + t * P;
@@ -329,7 +329,7 @@ lm_status lm_ssm_ssd_decode_f32(const lm_ssm_ssd_f32 *p, const lm_ops *ops, lm_e
     for (long long item = 0; item < items; item++) {
         const size_t bi = (size_t)item / H, h = (size_t)item % H, g = h / (H / G);
         const float delta =
-            softplusf(p->dt_raw[bi * H + h] + (p->dt_bias ? p->dt_bias[h] : 0.0f));
+            lm_softplus_f32(p->dt_raw[bi * H + h] + (p->dt_bias ? p->dt_bias[h] : 0.0f));
         kernel(p->x + (bi * H + h) * P, p->b + (bi * G + g) * N, p->c + (bi * G + g) * N, P, N,
                expf(delta * p->a[h]), delta, p->skip ? p->skip[h] : 0.0f,
                p->h_final + (bi * H + h) * P * N, p->y + (bi * H + h) * P);
