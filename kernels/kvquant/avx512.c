@@ -7,7 +7,7 @@
 #include "kvquant.h"
 
 #include "../attention/attention.h"
-#include "../attention/simd_avx512.h"
+#include "../simd/avx512.h"
 
 #include "words_avx512.h"
 

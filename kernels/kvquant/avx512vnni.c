@@ -22,7 +22,7 @@
 #include "kvquant.h"
 
 #include "../attention/attention.h"
-#include "../attention/simd_avx512.h"
+#include "../simd/avx512.h"
 
 #include <float.h>
 #include <math.h>

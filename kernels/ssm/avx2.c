@@ -6,7 +6,7 @@
 #endif
 #include "ssm.h"
 
-#include "simd_avx2.h"
+#include "../simd/avx2.h"
 #define MAMBA1_BLOCK mamba1_block_avx2
 #define MAMBA1_DECODE_BLOCK mamba1_decode_block_avx2
 #include "mamba1_body.h"

@@ -6,7 +6,7 @@
 #endif
 #include "ssm.h"
 
-#include "simd_avx512.h"
+#include "../simd/avx512.h"
 #define MAMBA1_BLOCK mamba1_block_avx512
 #define MAMBA1_DECODE_BLOCK mamba1_decode_block_avx512
 #include "mamba1_body.h"

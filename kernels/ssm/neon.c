@@ -6,7 +6,7 @@
 #endif
 #include "ssm.h"
 
-#include "simd_neon.h"
+#include "../simd/neon.h"
 #define MAMBA1_BLOCK mamba1_block_neon
 #define MAMBA1_DECODE_BLOCK mamba1_decode_block_neon
 #include "mamba1_body.h"

@@ -2,7 +2,7 @@
  * per "vector" and libm's expf/expm1f/log1pf. Also the tail of the SIMD paths. */
 #include "ssm.h"
 
-#include "simd_scalar.h"
+#include "../simd/scalar.h"
 #define MAMBA1_BLOCK mamba1_block_scalar
 #define MAMBA1_DECODE_BLOCK mamba1_decode_block_scalar
 #include "mamba1_body.h"

@@ -1,29 +1,51 @@
-/* SIMD mapping layer for avx512 (see kernel_body.h for the list of names): shared by the
- * attention and kvquant kernels of this path. Include only from avx512.c files. */
+/* The SIMD vocabulary of every family's kernel bodies on the avx512 path (one per ISA:
+ * kernels/simd/scalar.h, avx2.h, avx512.h, neon.h; the names mean the same on each):
+ *   LM_V holds LM_W floats; LM_ISA_SUFFIX names the path in generated function names;
+ *   V_ZERO, V_SET1, V_BCAST(p) (*p in every lane), V_LOADU / V_STOREU (unaligned),
+ *   V_STREAM / V_SFENCE (non-temporal store, where the ISA has one), V_ADD, V_SUB, V_MUL,
+ *   V_DIV, V_FMA(a, b, c) = a*b + c, V_MAX, V_MIN, V_ABS, V_EXP / V_EXPM1 / V_LOG1P,
+ *   V_HSUM / V_HMAX (over the lanes), V_HSUM4(a, b, c, d, out) (four sums at once);
+ *   V_LOAD_F16 / V_LOAD_BF16 (LM_W stored halves to floats), V_LOAD_U8 / U4 / U2 (LM_W
+ *   unsigned codes of a packed row from element c, as floats);
+ *   PF_*, PV_*, DEC_*: the register-tile shapes of the attention and kvquant bodies.
+ * AVX-512 F/BW: 16 floats, SLEEF 1-ulp transcendental functions. */
 #ifndef LONGMIX_SIMD_AVX512_H
 #define LONGMIX_SIMD_AVX512_H
 
+#if !defined(__AVX512F__) || !defined(__AVX512BW__)
+#error "kernels/simd/avx512.h needs -mavx512f -mavx512bw (include it only from an avx512*.c file)"
+#endif
 
 #include <immintrin.h>
 #include <sleef.h>
 #include <string.h>
 
-#define LM_ISA_SUFFIX avx512
-typedef __m512 vf;
-#define VW 16
-#define V_ZERO() _mm512_setzero_ps()
-#define V_SET1(x) _mm512_set1_ps(x)
-#define V_LOAD(p) _mm512_loadu_ps(p)
-#define V_STORE(p, x) _mm512_storeu_ps(p, x)
-#define V_BCAST(p) _mm512_set1_ps(*(p))
-#define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
-#define V_MUL(a, b) _mm512_mul_ps(a, b)
+#define LM_V __m512
+#define LM_W 16
+#define V_LOADU(ptr) _mm512_loadu_ps(ptr)
+#define V_STOREU(ptr, v) _mm512_storeu_ps(ptr, v)
+/* non-temporal store (ptr aligned to the vector), and the fence that orders such stores */
+#define V_STREAM(ptr, v) _mm512_stream_ps(ptr, v)
+#define V_SFENCE() _mm_sfence()
+#define V_SET1(s) _mm512_set1_ps(s)
 #define V_ADD(a, b) _mm512_add_ps(a, b)
 #define V_SUB(a, b) _mm512_sub_ps(a, b)
+#define V_MUL(a, b) _mm512_mul_ps(a, b)
+#define V_DIV(a, b) _mm512_div_ps(a, b)
+#define V_FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 #define V_MAX(a, b) _mm512_max_ps(a, b)
-#define V_HSUM(x) _mm512_reduce_add_ps(x)
+#define V_MIN(a, b) _mm512_min_ps(a, b)
+#define V_ABS(a) _mm512_abs_ps(a)
+#define V_EXP(a) Sleef_expf16_u10avx512f(a)
+#define V_EXPM1(a) Sleef_expm1f16_u10avx512f(a)
+#define V_LOG1P(a) Sleef_log1pf16_u10avx512f(a)
+/* sum of the 16 lanes (a reduction tree) */
+#define V_HSUM(a) _mm512_reduce_add_ps(a)
+
+#define LM_ISA_SUFFIX avx512
+#define V_ZERO() _mm512_setzero_ps()
+#define V_BCAST(p) _mm512_set1_ps(*(p))
 #define V_HMAX(x) _mm512_reduce_max_ps(x)
-#define V_EXP(x) Sleef_expf16_u10avx512f(x)
 /* 16 halves -> 16 floats */
 #define V_LOAD_F16(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p)))
 /* 16 bfloat16 -> 16 floats: zero-extend to 32 bits, shift into the high half */
@@ -37,7 +59,7 @@ typedef __m512 vf;
 #define DEC_GB 4
 #define DEC_CV 4
 
-/* codes: VW unsigned codes of a row at `row`, from element c (a multiple of 16) */
+/* codes: LM_W unsigned codes of a row at `row`, from element c (a multiple of 16) */
 static inline __m512 load_u8_512(const uint8_t *p) /* 16 bytes -> 16 floats */
 {
     return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)p)));

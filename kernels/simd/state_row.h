@@ -1,6 +1,6 @@
 /* The rank-one update and read-out of one state row over a panel of nv vectors, shared by
  * the recurrent forms of linear attention (linear_body.h) and of the delta rule
- * (delta_body.h). Include after the mapping layer simd_<isa>.h (LM_V, LM_W, V_*):
+ * (delta_body.h). Include after the vocabulary kernels/simd/<isa>.h (LM_V, LM_W, V_*):
  *   r = g r + k w   (r unscaled when !gated);   acc += q r
  * r {nv LM_W floats}; w, acc {nv vectors}, kept in registers by the callers' panels. */
 #ifndef LONGMIX_STATE_ROW_H
