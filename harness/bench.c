@@ -184,7 +184,9 @@ lm_status lm_bench_measure(const lm_bench_case *bench, const lm_bench_config *co
 
 enum { FILL_BLOCK = 4096 };
 
-float *lm_bench_normal_f32(uint64_t seed, size_t count, double scale)
+/* count floats of one lm_rng stream seeded with `seed`: scale * standard_normal when
+ * `normal`, else uniform(low, high); NULL when out of memory. */
+static float *draw_f32(uint64_t seed, size_t count, bool normal, double low, double high)
 {
     float *out = lm_alloc(count * sizeof *out);
     double block[FILL_BLOCK];
@@ -194,28 +196,24 @@ float *lm_bench_normal_f32(uint64_t seed, size_t count, double scale)
     lm_rng_seed(&rng, seed);
     for (size_t i = 0; i < count; i += FILL_BLOCK) {
         size_t n = count - i < FILL_BLOCK ? count - i : FILL_BLOCK;
-        lm_rng_fill_standard_normal(&rng, block, n);
+        if (normal)
+            lm_rng_fill_standard_normal(&rng, block, n);
+        else
+            lm_rng_fill_uniform(&rng, low, high, block, n);
         for (size_t j = 0; j < n; j++)
-            out[i + j] = (float)(block[j] * scale);
+            out[i + j] = (float)(normal ? block[j] * high : block[j]);
     }
     return out;
 }
 
+float *lm_bench_normal_f32(uint64_t seed, size_t count, double scale)
+{
+    return draw_f32(seed, count, true, 0.0, scale);
+}
+
 float *lm_bench_uniform_f32(uint64_t seed, size_t count, double low, double high)
 {
-    float *out = lm_alloc(count * sizeof *out);
-    double block[FILL_BLOCK];
-    if (out == NULL)
-        return NULL;
-    lm_rng rng;
-    lm_rng_seed(&rng, seed);
-    for (size_t i = 0; i < count; i += FILL_BLOCK) {
-        size_t n = count - i < FILL_BLOCK ? count - i : FILL_BLOCK;
-        lm_rng_fill_uniform(&rng, low, high, block, n);
-        for (size_t j = 0; j < n; j++)
-            out[i + j] = (float)block[j];
-    }
-    return out;
+    return draw_f32(seed, count, false, low, high);
 }
 
 double lm_bench_sum_f32(const float *x, size_t count)
