@@ -10,10 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The float64 side of an attention check: one query row widened, rows 0..n-1 of k and v
- * (any storage dtype) widened, and the family's oracle's output. */
+/* The float64 side of an attention check: the query rows of one KV head's group widened,
+ * its rows 0..n-1 of k and v (any storage dtype) widened once for the group, and the
+ * family's oracle's output. */
 typedef struct attend_scratch {
-    double *q, *k, *v, *exact; /* {d}, {n, d}, {n, d}, {d} */
+    double *q, *k, *v, *exact; /* {group, d}, {n, d}, {n, d}, {group, d} */
     float *row;                /* {d} */
 } attend_scratch;
 
@@ -23,12 +24,12 @@ static void scratch_close(attend_scratch *w)
 }
 
 /* False (everything freed) when out of memory. */
-static bool scratch_open(attend_scratch *w, size_t n, size_t d)
+static bool scratch_open(attend_scratch *w, size_t n, size_t d, size_t group)
 {
-    w->q = malloc(d * sizeof *w->q);
+    w->q = malloc(group * d * sizeof *w->q);
     w->k = malloc(n * d * sizeof *w->k);
     w->v = malloc(n * d * sizeof *w->v);
-    w->exact = malloc(d * sizeof *w->exact);
+    w->exact = malloc(group * d * sizeof *w->exact);
     w->row = malloc(d * sizeof *w->row);
     if (w->q != NULL && w->k != NULL && w->v != NULL && w->exact != NULL && w->row != NULL)
         return true;
@@ -36,15 +37,16 @@ static bool scratch_open(attend_scratch *w, size_t n, size_t d)
     return false;
 }
 
-/* w->exact {d} = softmax_j(q . k_j / sqrt(d)) v over rows 0..n-1 of k/v (storage dtype, rows
+/* w->exact {group, d}: for each of the `group` query rows q {group, d} that share one KV
+ * head, softmax_j(q . k_j / sqrt(d)) v over rows 0..n-1 of k/v (storage dtype, rows
  * row_stride elements apart), by the attention family's float64 oracle
- * lm_attn_decode_f64_ref (one sequence, one head). NaN when the oracle refuses the inputs,
- * so the check fails rather than passing unchecked. */
+ * lm_attn_decode_f64_ref (one sequence, `group` heads over one KV head). NaN when the
+ * oracle refuses the inputs, so the check fails rather than passing unchecked. */
 static void attend_f64(const float *q, const void *k, const void *v, lm_kv_dtype dtype,
-                       size_t n, size_t d, size_t row_stride, attend_scratch *w)
+                       size_t n, size_t d, size_t row_stride, size_t group, attend_scratch *w)
 {
     const size_t size = lm_kv_dtype_size(dtype);
-    for (size_t c = 0; c < d; c++)
+    for (size_t c = 0; c < group * d; c++)
         w->q[c] = (double)q[c];
     for (size_t j = 0; j < n; j++) {
         lm_kv_load(dtype, (const char *)k + j * row_stride * size, w->row, d);
@@ -54,8 +56,9 @@ static void attend_f64(const float *q, const void *k, const void *v, lm_kv_dtype
         for (size_t c = 0; c < d; c++)
             w->v[j * d + c] = (double)w->row[c];
     }
-    if (lm_attn_decode_f64_ref(w->q, w->k, w->v, &n, w->exact, 1, 1, 1, d, n, NULL) != LM_OK)
-        for (size_t c = 0; c < d; c++)
+    if (lm_attn_decode_f64_ref(w->q, w->k, w->v, &n, w->exact, 1, group, 1, d, n, NULL) !=
+        LM_OK)
+        for (size_t c = 0; c < group * d; c++)
             w->exact[c] = (double)NAN;
 }
 
@@ -137,15 +140,15 @@ static lm_status decode_check(void *state, const lm_ops *ops, double *checksum,
     *checksum = lm_bench_sum_f32(s->o, a->batch * a->heads * d);
     attend_scratch w;
     lm_bench_err e = lm_bench_err_start();
-    if (!scratch_open(&w, n, d))
+    if (!scratch_open(&w, n, d, group))
         return lm_bench_err_skipped(*checksum, err_max, err);
     for (size_t b = 0; b < a->batch; b++)
-        for (size_t h = 0; h < a->heads; h++) {
+        for (size_t h = 0; h < a->heads; h += group) { /* the group of KV head h / group */
             size_t kv = b * a->kv_heads + h / group;
             const char *k = (const char *)a->k + kv * n * d * size;
             const char *v = (const char *)a->v + kv * n * d * size;
-            attend_f64(a->q + (b * a->heads + h) * d, k, v, a->dtype, n, d, d, &w);
-            lm_bench_err_add_f32(&e, a->o + (b * a->heads + h) * d, w.exact, d);
+            attend_f64(a->q + (b * a->heads + h) * d, k, v, a->dtype, n, d, d, group, &w);
+            lm_bench_err_add_f32(&e, a->o + (b * a->heads + h) * d, w.exact, group * d);
         }
     scratch_close(&w);
     if (!lm_bench_err_within(&e, *checksum, 1e-3, err_max))
@@ -251,10 +254,10 @@ static lm_status prefill_check(void *state, const lm_ops *ops, double *checksum,
     attend_scratch w;
     lm_bench_err e = lm_bench_err_start();
     size_t rows[3] = {0, n / 2, n - 1};
-    if (!scratch_open(&w, n, d))
+    if (!scratch_open(&w, n, d, group))
         return lm_bench_err_skipped(*checksum, err_max, err);
     for (size_t r = 0; r < 3; r++)
-        for (size_t h = 0; h < a->heads; h++) {
+        for (size_t h = 0; h < a->heads; h += group) {
             size_t i = rows[r], first = 0;
             if (a->mask.kind == LM_ATTN_MASK_WINDOW && i + 1 > a->mask.window)
                 first = i + 1 - a->mask.window;
@@ -262,8 +265,8 @@ static lm_status prefill_check(void *state, const lm_ops *ops, double *checksum,
             /* keys first..i of KV head g: row stride kv_heads * d floats */
             attend_f64(a->q + (i * a->heads + h) * d, a->k + (first * a->kv_heads + g) * d,
                        a->v + (first * a->kv_heads + g) * d, LM_KV_F32, i + 1 - first, d,
-                       a->kv_heads * d, &w);
-            lm_bench_err_add_f32(&e, a->o + (i * a->heads + h) * d, w.exact, d);
+                       a->kv_heads * d, group, &w);
+            lm_bench_err_add_f32(&e, a->o + (i * a->heads + h) * d, w.exact, group * d);
         }
     scratch_close(&w);
     if (!lm_bench_err_within(&e, *checksum, 1e-3, err_max))
@@ -392,12 +395,12 @@ static lm_status kvq_check(void *state, const lm_ops *ops, double *checksum,
     *checksum = lm_bench_sum_f32(s->o, s->heads * d);
     attend_scratch w;
     lm_bench_err e = lm_bench_err_start();
-    if (!scratch_open(&w, n, d))
+    if (!scratch_open(&w, n, d, group))
         return lm_bench_err_skipped(*checksum, err_max, err);
-    for (size_t h = 0; h < s->heads; h++) { /* token-major {n, kv_heads, d}: stride g * d */
+    for (size_t h = 0; h < s->heads; h += group) { /* token-major {n, kv_heads, d}: stride g d */
         attend_f64(s->q + h * d, s->k + (h / group) * d, s->v + (h / group) * d, LM_KV_F32, n,
-                   d, g * d, &w);
-        lm_bench_err_add_f32(&e, s->o + h * d, w.exact, d);
+                   d, g * d, group, &w);
+        lm_bench_err_add_f32(&e, s->o + h * d, w.exact, group * d);
     }
     scratch_close(&w);
     /* Beyond these the output is garbage, not quantization noise (uniform-ish inputs give
@@ -516,14 +519,14 @@ static lm_status ring_check(void *state, const lm_ops *ops, double *checksum,
     *checksum = lm_bench_sum_f32(s->o, s->heads * d);
     attend_scratch w;
     lm_bench_err e = lm_bench_err_start();
-    if (!scratch_open(&w, held, d))
+    if (!scratch_open(&w, held, d, group))
         return lm_bench_err_skipped(*checksum, err_max, err);
-    for (size_t h = 0; h < s->heads; h++) {
+    for (size_t h = 0; h < s->heads; h += group) {
         size_t kv = h / group;
         const char *k = (const char *)c->k + kv * c->window * d * size;
         const char *v = (const char *)c->v + kv * c->window * d * size;
-        attend_f64(s->q + h * d, k, v, c->dtype, held, d, d, &w);
-        lm_bench_err_add_f32(&e, s->o + h * d, w.exact, d);
+        attend_f64(s->q + h * d, k, v, c->dtype, held, d, d, group, &w);
+        lm_bench_err_add_f32(&e, s->o + h * d, w.exact, group * d);
     }
     scratch_close(&w);
     if (!lm_bench_err_within(&e, *checksum, 1e-3, err_max))
