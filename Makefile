@@ -63,7 +63,6 @@ endif
 # Per-ISA flags: only the file of that ISA gets them (the file #errors without them).
 FLAGS_avx2     := -mavx2 -mfma -mf16c -ffp-contract=fast
 FLAGS_avx512   := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c -ffp-contract=fast
-FLAGS_avx512bf16 := $(FLAGS_avx512) -mavx512bf16
 FLAGS_avx512vnni := $(FLAGS_avx512) -mavx512vnni
 FLAGS_neon     := -ffp-contract=fast
 
@@ -72,7 +71,7 @@ KERNEL_SRC_ALL := $(wildcard kernels/*/*.c)
 # A file's ISA is its name up to the first '_' (make's filter takes only one %, so
 # kernels/%/avx2_%.c would match nothing): avx2.c and avx2_decode.c are both avx2 files.
 file_isa       = $(firstword $(subst _, ,$(basename $(notdir $(1)))))
-X86_SRC        := $(foreach f,$(KERNEL_SRC_ALL),$(if $(filter avx2 avx512 avx512bf16 avx512vnni,$(call file_isa,$(f))),$(f)))
+X86_SRC        := $(foreach f,$(KERNEL_SRC_ALL),$(if $(filter avx2 avx512 avx512vnni,$(call file_isa,$(f))),$(f)))
 NEON_SRC       := $(foreach f,$(KERNEL_SRC_ALL),$(if $(filter neon,$(call file_isa,$(f))),$(f)))
 BASE_SRC       := $(filter-out $(X86_SRC) $(NEON_SRC),$(KERNEL_SRC_ALL))
 ifeq ($(ARCH),aarch64)
@@ -153,7 +152,7 @@ $(UNIT): $(TEST_OBJ) $(LIB)
 
 # ---- the README's two commands -------------------------------------------------
 RUN_SWEEP_ARGS ?= --kernel all --threads auto --dtype f32,f16,bf16,int8,int4,kivi4,kivi2,kivi4g64,kivi2g64 --reps 5
-RUN_CHUNK_ARGS ?= --kernel attn_prefill_window,affine_scan,linear_chunked --ctx 2048 --chunk 16..512 --threads auto --reps 3
+RUN_CHUNK_ARGS ?= --kernel attn_prefill_window,scan_affine,linear_chunked --ctx 2048 --chunk 16..512 --threads auto --reps 3
 RUN_CROSSOVER_ARGS ?= --threads auto
 run: $(BIN) ## Install, build, verify every contract, measure (~5 min on 2 cores), report
 	$(RUNNER) $(BIN) verify

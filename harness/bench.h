@@ -4,13 +4,17 @@
  * A case turns a configuration into prepared inputs (setup: lm_alloc + lm_rng), runs the
  * operator once per call (run), verifies what the last run produced (check: a checksum and
  * the error against a float64 reference, LM_ERR_NUMERIC when the output is wrong), states
- * the flops and bytes of one run (cost), and frees everything (teardown). Cases live in
- * harness/bench_registry.c (gemv), bench_attention.c and bench_recurrent.c. */
+ * the flops and bytes of one run (cost), and frees everything (teardown). run and check
+ * receive the dispatch table of the configuration's path, lm_ops_for(config->isa): the ISA
+ * travels by that argument alone. Cases live in harness/bench_core.c (gemv),
+ * bench_attention.c and bench_recurrent.c, registered in harness/registry.h. */
 #ifndef LONGMIX_BENCH_H
 #define LONGMIX_BENCH_H
 
 #include "longmix.h"
 #include "stats.h"
+
+struct lm_ops;
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,7 +46,7 @@ enum {
 };
 
 typedef struct lm_bench_case {
-    const char *name;    /* "attn_decode", "mamba1_scan", ... */
+    const char *name;    /* its word in harness/registry.h: "attn_decode", "mamba1_scan" */
     const char *summary; /* one line for --help and reports */
     /* What the crossover compares ("decode_attention", "decode_ssm", "prefill_attention",
      * "prefill_scan", "prefill_linear") or NULL. */
@@ -51,32 +55,33 @@ typedef struct lm_bench_case {
     unsigned uses;      /* LM_BENCH_USES_* */
     lm_bench_config defaults; /* geometry when the caller sets none (isa/threads ignored) */
     lm_status (*setup)(const lm_bench_config *config, void **state, lm_error *err);
-    lm_status (*run)(void *state, lm_error *err);
+    lm_status (*run)(void *state, const struct lm_ops *ops, lm_error *err);
     /* Re-runs once from the initial inputs if the operator updates state in place, then
      * *checksum = a sum over the outputs and *err_max = max |fast - float64 reference|
      * (relative to the output scale; -1 when not computed). LM_ERR_NUMERIC when the
      * output is non-finite or beyond the case's tolerance. */
-    lm_status (*check)(void *state, double *checksum, double *err_max, lm_error *err);
+    lm_status (*check)(void *state, const struct lm_ops *ops, double *checksum,
+                       double *err_max, lm_error *err);
     void (*cost)(const lm_bench_config *config, double *flops, double *bytes);
     void (*teardown)(void *state);
 } lm_bench_case;
 
-/* NULL-terminated case lists of each family file. */
-extern const lm_bench_case *const lm_bench_cases_core[];
-extern const lm_bench_case *const lm_bench_cases_attention[];
-extern const lm_bench_case *const lm_bench_cases_recurrent[];
-
-/* All registered cases, in a stable order. */
+/* All registered cases, in registry order (harness/registry.c). */
 size_t lm_bench_count(void);
 const lm_bench_case *lm_bench_at(size_t index);
-/* The case named `name`, or NULL. */
+/* The case registered as `name` (or an old name of it: attn_decode_q, affine_scan), or
+ * NULL. */
 const lm_bench_case *lm_bench_find(const char *name);
 /* The first case whose role is `role`, or NULL. */
 const lm_bench_case *lm_bench_find_role(const char *role, size_t skip);
 /* True when the case lists dtype. */
 bool lm_bench_supports_dtype(const lm_bench_case *bench, const char *dtype);
 
-/* Fills config with the case's defaults, seed 0, and the active ISA on 1 thread. */
+/* The dispatch table a configuration runs: lm_ops_for(config->isa), or NULL with
+ * LM_ERR_UNSUPPORTED "ISA path X is not available on this machine". */
+const struct lm_ops *lm_bench_ops(const lm_bench_config *config, lm_error *err);
+
+/* Fills config with the case's defaults, seed 0, and the initial ISA on 1 thread. */
 void lm_bench_default_config(const lm_bench_case *bench, lm_bench_config *config);
 
 /* What one measurement produced. */
@@ -90,7 +95,8 @@ typedef struct lm_bench_result {
     char message[LM_ERROR_MESSAGE_SIZE];
 } lm_bench_result;
 
-/* Forces config->isa, sets the OpenMP team to config->threads, sets up, runs one warm-up
+/* Takes the table lm_ops_for(config->isa), sets the OpenMP team to config->threads, sets
+ * up, runs one warm-up
  * (excluded), then `reps` timed repetitions, checks, tears down. Only a setup failure or
  * an unavailable ISA is returned as an error; a failing run or check is recorded in
  * result->status with the message. `cancel` (may be NULL) is polled between repetitions:

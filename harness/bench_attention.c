@@ -3,70 +3,63 @@
  * Defaults are the M8 geometry: 32 query heads, 8 KV heads of 128. Each case checks its
  * output against a float64 computation written here (every row for decode; three query
  * rows of every head for prefill, where the full reference would cost more than the run). */
-#include "bench.h"
 #include "bench_util.h"
-
-#include "../kernels/attention/attention.h"
-#include "../kernels/kvquant/kvquant.h"
-#include "../kernels/latent/latent.h"
-#include "../kernels/window/window.h"
+#include "registry.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Float64 attention of one query row against rows 0..n-1 of k/v (any storage dtype):
- * out {d} = sum_j softmax_j(q . k_j * scale) v_j. scores {n} and row {d} are scratch. */
-static void attend_f64(const float *q, const void *k, const void *v, lm_kv_dtype dtype,
-                       size_t n, size_t d, size_t row_stride, double scale, double *scores,
-                       float *row, double *out)
-{
-    size_t size = lm_kv_dtype_size(dtype);
-    double top = -(double)INFINITY;
-    for (size_t j = 0; j < n; j++) {
-        lm_kv_load(dtype, (const char *)k + j * row_stride * size, row, d);
-        double s = 0.0;
-        for (size_t c = 0; c < d; c++)
-            s += (double)q[c] * (double)row[c];
-        scores[j] = s * scale;
-        if (scores[j] > top)
-            top = scores[j];
-    }
-    double total = 0.0;
-    for (size_t c = 0; c < d; c++)
-        out[c] = 0.0;
-    for (size_t j = 0; j < n; j++) {
-        double w = exp(scores[j] - top);
-        total += w;
-        lm_kv_load(dtype, (const char *)v + j * row_stride * size, row, d);
-        for (size_t c = 0; c < d; c++)
-            out[c] += w * (double)row[c];
-    }
-    for (size_t c = 0; c < d; c++)
-        out[c] /= total;
-}
-
-/* The scratch of attend_f64 over up to n keys of d values. */
+/* The float64 side of an attention check: the query rows of one KV head's group widened,
+ * its rows 0..n-1 of k and v (any storage dtype) widened once for the group, and the
+ * family's oracle's output. */
 typedef struct attend_scratch {
-    double *scores, *exact; /* {n}, {d} */
-    float *row;             /* {d} */
+    double *q, *k, *v, *exact; /* {group, d}, {n, d}, {n, d}, {group, d} */
+    float *row;                /* {d} */
 } attend_scratch;
 
 static void scratch_close(attend_scratch *w)
 {
-    free(w->scores), free(w->exact), free(w->row);
+    free(w->q), free(w->k), free(w->v), free(w->exact), free(w->row);
 }
 
 /* False (everything freed) when out of memory. */
-static bool scratch_open(attend_scratch *w, size_t n, size_t d)
+static bool scratch_open(attend_scratch *w, size_t n, size_t d, size_t group)
 {
-    w->scores = malloc(n * sizeof *w->scores);
-    w->exact = malloc(d * sizeof *w->exact);
+    w->q = malloc(group * d * sizeof *w->q);
+    w->k = malloc(n * d * sizeof *w->k);
+    w->v = malloc(n * d * sizeof *w->v);
+    w->exact = malloc(group * d * sizeof *w->exact);
     w->row = malloc(d * sizeof *w->row);
-    if (w->scores != NULL && w->exact != NULL && w->row != NULL)
+    if (w->q != NULL && w->k != NULL && w->v != NULL && w->exact != NULL && w->row != NULL)
         return true;
     scratch_close(w);
     return false;
+}
+
+/* w->exact {group, d}: for each of the `group` query rows q {group, d} that share one KV
+ * head, softmax_j(q . k_j / sqrt(d)) v over rows 0..n-1 of k/v (storage dtype, rows
+ * row_stride elements apart), by the attention family's float64 oracle
+ * lm_attn_decode_f64_ref (one sequence, `group` heads over one KV head). NaN when the
+ * oracle refuses the inputs, so the check fails rather than passing unchecked. */
+static void attend_f64(const float *q, const void *k, const void *v, lm_kv_dtype dtype,
+                       size_t n, size_t d, size_t row_stride, size_t group, attend_scratch *w)
+{
+    const size_t size = lm_kv_dtype_size(dtype);
+    for (size_t c = 0; c < group * d; c++)
+        w->q[c] = (double)q[c];
+    for (size_t j = 0; j < n; j++) {
+        lm_kv_load(dtype, (const char *)k + j * row_stride * size, w->row, d);
+        for (size_t c = 0; c < d; c++)
+            w->k[j * d + c] = (double)w->row[c];
+        lm_kv_load(dtype, (const char *)v + j * row_stride * size, w->row, d);
+        for (size_t c = 0; c < d; c++)
+            w->v[j * d + c] = (double)w->row[c];
+    }
+    if (lm_attn_decode_f64_ref(w->q, w->k, w->v, &n, w->exact, 1, group, 1, d, n, NULL) !=
+        LM_OK)
+        for (size_t c = 0; c < group * d; c++)
+            w->exact[c] = (double)NAN;
 }
 
 /* ---- decode ------------------------------------------------------------------------ */
@@ -130,14 +123,16 @@ static lm_status decode_setup(const lm_bench_config *c, void **state, lm_error *
     return LM_OK;
 }
 
-static lm_status decode_run(void *state, lm_error *err)
+static lm_status decode_run(void *state, const lm_ops *ops, lm_error *err)
 {
     decode_state *s = state;
-    return lm_attn_decode(&s->args, NULL, err);
+    return lm_attn_decode(&s->args, ops, err);
 }
 
-static lm_status decode_check(void *state, double *checksum, double *err_max, lm_error *err)
+static lm_status decode_check(void *state, const lm_ops *ops, double *checksum,
+                            double *err_max, lm_error *err)
 {
+    (void)ops;
     decode_state *s = state;
     const lm_attn_decode_args *a = &s->args;
     size_t d = a->head_dim, n = a->capacity, group = a->heads / a->kv_heads;
@@ -145,16 +140,15 @@ static lm_status decode_check(void *state, double *checksum, double *err_max, lm
     *checksum = lm_bench_sum_f32(s->o, a->batch * a->heads * d);
     attend_scratch w;
     lm_bench_err e = lm_bench_err_start();
-    if (!scratch_open(&w, n, d))
+    if (!scratch_open(&w, n, d, group))
         return lm_bench_err_skipped(*checksum, err_max, err);
     for (size_t b = 0; b < a->batch; b++)
-        for (size_t h = 0; h < a->heads; h++) {
+        for (size_t h = 0; h < a->heads; h += group) { /* the group of KV head h / group */
             size_t kv = b * a->kv_heads + h / group;
             const char *k = (const char *)a->k + kv * n * d * size;
             const char *v = (const char *)a->v + kv * n * d * size;
-            attend_f64(a->q + (b * a->heads + h) * d, k, v, a->dtype, n, d, d,
-                       1.0 / sqrt((double)d), w.scores, w.row, w.exact);
-            lm_bench_err_add_f32(&e, a->o + (b * a->heads + h) * d, w.exact, d);
+            attend_f64(a->q + (b * a->heads + h) * d, k, v, a->dtype, n, d, d, group, &w);
+            lm_bench_err_add_f32(&e, a->o + (b * a->heads + h) * d, w.exact, group * d);
         }
     scratch_close(&w);
     if (!lm_bench_err_within(&e, *checksum, 1e-3, err_max))
@@ -172,7 +166,7 @@ static void decode_cost(const lm_bench_config *c, double *flops, double *bytes)
     *bytes = 2.0 * b * g * n * d * size + 2.0 * b * h * d * 4.0; /* K, V once; q, o */
 }
 
-static const lm_bench_case attn_decode = {
+const lm_bench_case lm_bench_attn_decode = {
     .name = "attn_decode",
     .summary = "decode: one query token per head over n_ctx cached tokens (GQA, split-KV)",
     .role = "decode_attention",
@@ -243,14 +237,16 @@ static lm_status prefill_window_setup(const lm_bench_config *c, void **state, lm
     return prefill_setup_mask(c, state, window, err);
 }
 
-static lm_status prefill_run(void *state, lm_error *err)
+static lm_status prefill_run(void *state, const lm_ops *ops, lm_error *err)
 {
     prefill_state *s = state;
-    return lm_attn_prefill(&s->args, NULL, NULL, err);
+    return lm_attn_prefill(&s->args, ops, NULL, err);
 }
 
-static lm_status prefill_check(void *state, double *checksum, double *err_max, lm_error *err)
+static lm_status prefill_check(void *state, const lm_ops *ops, double *checksum,
+                            double *err_max, lm_error *err)
 {
+    (void)ops;
     prefill_state *s = state;
     const lm_attn_prefill_args *a = &s->args;
     size_t n = a->n, d = a->head_dim, group = a->heads / a->kv_heads;
@@ -258,10 +254,10 @@ static lm_status prefill_check(void *state, double *checksum, double *err_max, l
     attend_scratch w;
     lm_bench_err e = lm_bench_err_start();
     size_t rows[3] = {0, n / 2, n - 1};
-    if (!scratch_open(&w, n, d))
+    if (!scratch_open(&w, n, d, group))
         return lm_bench_err_skipped(*checksum, err_max, err);
     for (size_t r = 0; r < 3; r++)
-        for (size_t h = 0; h < a->heads; h++) {
+        for (size_t h = 0; h < a->heads; h += group) {
             size_t i = rows[r], first = 0;
             if (a->mask.kind == LM_ATTN_MASK_WINDOW && i + 1 > a->mask.window)
                 first = i + 1 - a->mask.window;
@@ -269,8 +265,8 @@ static lm_status prefill_check(void *state, double *checksum, double *err_max, l
             /* keys first..i of KV head g: row stride kv_heads * d floats */
             attend_f64(a->q + (i * a->heads + h) * d, a->k + (first * a->kv_heads + g) * d,
                        a->v + (first * a->kv_heads + g) * d, LM_KV_F32, i + 1 - first, d,
-                       a->kv_heads * d, 1.0 / sqrt((double)d), w.scores, w.row, w.exact);
-            lm_bench_err_add_f32(&e, a->o + (i * a->heads + h) * d, w.exact, d);
+                       a->kv_heads * d, group, &w);
+            lm_bench_err_add_f32(&e, a->o + (i * a->heads + h) * d, w.exact, group * d);
         }
     scratch_close(&w);
     if (!lm_bench_err_within(&e, *checksum, 1e-3, err_max))
@@ -292,7 +288,7 @@ static void prefill_cost(const lm_bench_config *c, double *flops, double *bytes)
     *bytes = 4.0 * (2.0 * n * h * d + 2.0 * n * g * d); /* q, o, k, v once */
 }
 
-static const lm_bench_case attn_prefill = {
+const lm_bench_case lm_bench_attn_prefill = {
     .name = "attn_prefill",
     .summary = "causal GQA prefill of n_ctx tokens (tiled online softmax)",
     .role = "prefill_attention",
@@ -307,7 +303,7 @@ static const lm_bench_case attn_prefill = {
     .teardown = prefill_teardown,
 };
 
-static const lm_bench_case attn_prefill_window = {
+const lm_bench_case lm_bench_attn_prefill_window = {
     .name = "attn_prefill_window",
     .summary = "sliding-window prefill: each token reads the last `chunk` tokens",
     .dtypes = "f32",
@@ -352,7 +348,7 @@ static lm_status kvq_setup(const lm_bench_config *c, void **state, lm_error *err
     if (st != LM_OK)
         return st;
     if (c->n_ctx < 1 || c->heads < 1 || c->kv_heads < 1 || c->head_dim < 1)
-        return lm_fail(err, LM_ERR_SHAPE, "attn_decode_q needs positive n_ctx, heads, kv_heads "
+        return lm_fail(err, LM_ERR_SHAPE, "kvq_decode needs positive n_ctx, heads, kv_heads "
                                           "and head_dim");
     kvq_state *s = calloc(1, sizeof *s);
     if (s == NULL)
@@ -384,32 +380,34 @@ static lm_status kvq_setup(const lm_bench_config *c, void **state, lm_error *err
     return LM_OK;
 }
 
-static lm_status kvq_run(void *state, lm_error *err)
+static lm_status kvq_run(void *state, const lm_ops *ops, lm_error *err)
 {
     kvq_state *s = state;
-    return lm_kvq_decode(&s->cache, s->q, s->heads, s->o, NULL, err);
+    return lm_kvq_decode(&s->cache, s->q, s->heads, s->o, ops, err);
 }
 
-static lm_status kvq_check(void *state, double *checksum, double *err_max, lm_error *err)
+static lm_status kvq_check(void *state, const lm_ops *ops, double *checksum,
+                            double *err_max, lm_error *err)
 {
+    (void)ops;
     kvq_state *s = state;
     size_t g = s->cache.kv_heads, d = s->cache.head_dim, n = s->n, group = s->heads / g;
     *checksum = lm_bench_sum_f32(s->o, s->heads * d);
     attend_scratch w;
     lm_bench_err e = lm_bench_err_start();
-    if (!scratch_open(&w, n, d))
+    if (!scratch_open(&w, n, d, group))
         return lm_bench_err_skipped(*checksum, err_max, err);
-    for (size_t h = 0; h < s->heads; h++) { /* token-major {n, kv_heads, d}: stride g * d */
+    for (size_t h = 0; h < s->heads; h += group) { /* token-major {n, kv_heads, d}: stride g d */
         attend_f64(s->q + h * d, s->k + (h / group) * d, s->v + (h / group) * d, LM_KV_F32, n,
-                   d, g * d, 1.0 / sqrt((double)d), w.scores, w.row, w.exact);
-        lm_bench_err_add_f32(&e, s->o + h * d, w.exact, d);
+                   d, g * d, group, &w);
+        lm_bench_err_add_f32(&e, s->o + h * d, w.exact, group * d);
     }
     scratch_close(&w);
     /* Beyond these the output is garbage, not quantization noise (uniform-ish inputs give
      * relative errors near 2^-bits times a small factor). */
     double bound = s->bits >= 8 ? 0.05 : s->bits >= 4 ? 0.5 : 2.0;
     if (!lm_bench_err_within(&e, *checksum, bound, err_max))
-        return lm_fail(err, LM_ERR_NUMERIC, "attn_decode_q (%d-bit) output is %.3g away from "
+        return lm_fail(err, LM_ERR_NUMERIC, "kvq_decode (%d-bit) output is %.3g away from "
                                             "float attention (bound %.2g)", s->bits, *err_max, bound);
     return LM_OK;
 }
@@ -429,8 +427,8 @@ static void kvq_cost(const lm_bench_config *c, double *flops, double *bytes)
     *bytes = g * n * (2.0 * d * bits / 8.0 + key_params + 8.0) + 2.0 * h * d * 4.0;
 }
 
-static const lm_bench_case attn_decode_q = {
-    .name = "attn_decode_q",
+const lm_bench_case lm_bench_kvq_decode = {
+    .name = "kvq_decode",
     .summary = "decode over a quantized KV cache (int8, int4, kivi4, kivi2; kivi4g64 and "
                "kivi2g64: key groups of 64 tokens), codes read directly",
     .role = "decode_attention_quantized",
@@ -504,14 +502,16 @@ static lm_status ring_setup(const lm_bench_config *c, void **state, lm_error *er
     return LM_OK;
 }
 
-static lm_status ring_run(void *state, lm_error *err)
+static lm_status ring_run(void *state, const lm_ops *ops, lm_error *err)
 {
     ring_state *s = state;
-    return lm_window_decode(&s->cache, s->q, s->heads, s->o, NULL, err);
+    return lm_window_decode(&s->cache, s->q, s->heads, s->o, ops, err);
 }
 
-static lm_status ring_check(void *state, double *checksum, double *err_max, lm_error *err)
+static lm_status ring_check(void *state, const lm_ops *ops, double *checksum,
+                            double *err_max, lm_error *err)
 {
+    (void)ops;
     ring_state *s = state;
     const lm_window_cache *c = &s->cache;
     size_t d = c->head_dim, held = lm_window_cache_held(c), group = s->heads / c->kv_heads;
@@ -519,15 +519,14 @@ static lm_status ring_check(void *state, double *checksum, double *err_max, lm_e
     *checksum = lm_bench_sum_f32(s->o, s->heads * d);
     attend_scratch w;
     lm_bench_err e = lm_bench_err_start();
-    if (!scratch_open(&w, held, d))
+    if (!scratch_open(&w, held, d, group))
         return lm_bench_err_skipped(*checksum, err_max, err);
-    for (size_t h = 0; h < s->heads; h++) {
+    for (size_t h = 0; h < s->heads; h += group) {
         size_t kv = h / group;
         const char *k = (const char *)c->k + kv * c->window * d * size;
         const char *v = (const char *)c->v + kv * c->window * d * size;
-        attend_f64(s->q + h * d, k, v, c->dtype, held, d, d, 1.0 / sqrt((double)d), w.scores, w.row,
-                   w.exact);
-        lm_bench_err_add_f32(&e, s->o + h * d, w.exact, d);
+        attend_f64(s->q + h * d, k, v, c->dtype, held, d, d, group, &w);
+        lm_bench_err_add_f32(&e, s->o + h * d, w.exact, group * d);
     }
     scratch_close(&w);
     if (!lm_bench_err_within(&e, *checksum, 1e-3, err_max))
@@ -545,7 +544,7 @@ static void ring_cost(const lm_bench_config *c, double *flops, double *bytes)
     *bytes = 2.0 * g * held * d * size + 2.0 * h * d * 4.0;
 }
 
-static const lm_bench_case window_decode = {
+const lm_bench_case lm_bench_window_decode = {
     .name = "window_decode",
     .summary = "sliding-window decode: a ring of `chunk` slots after n_ctx tokens",
     .dtypes = "f32,f16,bf16",
@@ -641,7 +640,7 @@ static lm_status mla_cached_setup(const lm_bench_config *c, void **state, lm_err
              ? lm_fail(err, LM_ERR_NOMEM, "cannot allocate an expanded cache of %ld tokens",
                        c->n_ctx)
              : lm_mla_expand(&s->shape, s->ckv, s->n, s->w_uk, s->w_uv, false, s->k, s->v,
-                             NULL, err);
+                             lm_ops_for(c->isa), err);
     if (st != LM_OK) {
         mla_teardown(s);
         *state = NULL;
@@ -649,15 +648,16 @@ static lm_status mla_cached_setup(const lm_bench_config *c, void **state, lm_err
     return st;
 }
 
-static lm_status mla_run_path(mla_state *s, bool absorbed, float *o, lm_error *err)
+static lm_status mla_run_path(mla_state *s, const lm_ops *ops, bool absorbed, float *o,
+                              lm_error *err)
 {
     return (absorbed ? lm_mla_attend_absorbed : lm_mla_attend_expanded)(
-        &s->shape, s->q, s->ckv, s->w_uk, s->w_uv, 1, s->n, false, o, NULL, err);
+        &s->shape, s->q, s->ckv, s->w_uk, s->w_uv, 1, s->n, false, o, ops, err);
 }
 
 /* MHA decode over the expanded cache: every head its own K/V rows of nope + rope floats
  * (V padded with zeros past v_dim), scale 1/sqrt(nope + rope) as MLA's. */
-static lm_status mla_cached_decode(mla_state *s, float *o, lm_error *err)
+static lm_status mla_cached_decode(mla_state *s, const lm_ops *ops, float *o, lm_error *err)
 {
     const lm_mla_shape *sh = &s->shape;
     const size_t dq = sh->nope + sh->rope;
@@ -666,22 +666,23 @@ static lm_status mla_cached_decode(mla_state *s, float *o, lm_error *err)
         return lm_fail(err, LM_ERR_NOMEM, "out of memory");
     lm_attn_decode_args a = {s->q, s->k, s->v, &s->n, out, 1, sh->heads, sh->heads, dq, s->n,
                              LM_KV_F32};
-    lm_status st = lm_attn_decode(&a, NULL, err);
+    lm_status st = lm_attn_decode(&a, ops, err);
     for (size_t h = 0; st == LM_OK && h < sh->heads; h++)
         memcpy(o + h * sh->v_dim, out + h * dq, sh->v_dim * sizeof(float));
     lm_free(out);
     return st;
 }
 
-static lm_status mla_run(void *state, lm_error *err)
+static lm_status mla_run(void *state, const lm_ops *ops, lm_error *err)
 {
     mla_state *s = state;
     if (s->k != NULL)
-        return mla_cached_decode(s, s->o, err);
-    return mla_run_path(s, s->absorbed, s->o, err);
+        return mla_cached_decode(s, ops, s->o, err);
+    return mla_run_path(s, ops, s->absorbed, s->o, err);
 }
 
-static lm_status mla_check(void *state, double *checksum, double *err_max, lm_error *err)
+static lm_status mla_check(void *state, const lm_ops *ops, double *checksum,
+                            double *err_max, lm_error *err)
 {
     mla_state *s = state;
     const lm_mla_shape *sh = &s->shape;
@@ -700,7 +701,7 @@ static lm_status mla_check(void *state, double *checksum, double *err_max, lm_er
         free(q), free(ckv), free(w_uk), free(w_uv);
     } else if (st == LM_OK) {
         float *other = lm_alloc(count * sizeof *other);
-        st = other ? mla_run_path(s, !s->absorbed, other, err) : LM_ERR_NOMEM;
+        st = other ? mla_run_path(s, ops, !s->absorbed, other, err) : LM_ERR_NOMEM;
         for (size_t i = 0; st == LM_OK && i < count; i++)
             exact[i] = (double)other[i];
         lm_free(other);
@@ -755,7 +756,7 @@ static void mla_cached_cost(const lm_bench_config *c, double *flops, double *byt
     *bytes = 2.0 * 4.0 * h * n * (d + rope);
 }
 
-static const lm_bench_case mla_decode_absorbed = {
+const lm_bench_case lm_bench_mla_decode_absorbed = {
     .name = "mla_decode_absorbed",
     .summary = "latent attention decode, W_uk/W_uv absorbed (MQA over the latent rows)",
     .dtypes = "f32",
@@ -769,7 +770,7 @@ static const lm_bench_case mla_decode_absorbed = {
     .teardown = mla_teardown,
 };
 
-static const lm_bench_case mla_decode_expanded = {
+const lm_bench_case lm_bench_mla_decode_expanded = {
     .name = "mla_decode_expanded",
     .summary = "latent attention decode, K/V expanded per head from the latent rows",
     .dtypes = "f32",
@@ -785,7 +786,7 @@ static const lm_bench_case mla_decode_expanded = {
     .teardown = mla_teardown,
 };
 
-static const lm_bench_case mla_decode_cached = {
+const lm_bench_case lm_bench_mla_decode_cached = {
     .name = "mla_decode_cached",
     .summary = "latent attention decode over an expanded per-head K/V cache (MHA-sized)",
     .dtypes = "f32",
@@ -799,6 +800,3 @@ static const lm_bench_case mla_decode_cached = {
     .teardown = mla_teardown,
 };
 
-const lm_bench_case *const lm_bench_cases_attention[] = {
-    &attn_decode,   &attn_decode_q,       &attn_prefill,        &attn_prefill_window,
-    &window_decode, &mla_decode_absorbed, &mla_decode_expanded, &mla_decode_cached, NULL};

@@ -4,15 +4,8 @@
  * --d-state 128 for the Mamba-2-like state), conv width 4. Inputs follow the usual
  * initialisation: A[d, n] = -(n + 1) (S4D-real), delta bias in [-4, -2) (steps of about
  * 0.02 to 0.13 after softplus), skip 1. The check recomputes the recurrence in float64. */
-#include "bench.h"
 #include "bench_util.h"
-
-#include "../kernels/conv/conv.h"
-#include "../kernels/delta/delta.h"
-#include "../kernels/linear/linear.h"
-#include "../kernels/scan/scan.h"
-#include "../kernels/ssm/ssm.h"
-#include "lm_ops.h"
+#include "registry.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -97,54 +90,59 @@ static lm_status step_setup(const lm_bench_config *c, void **state, lm_error *er
     return mamba_setup_common(c, true, state, err);
 }
 
-static lm_status mamba_run(void *state, lm_error *err)
+static lm_status mamba_run(void *state, const lm_ops *ops, lm_error *err)
 {
     mamba_state *s = state;
     if (s->decode)
-        return lm_ssm_mamba1_decode_f32(NULL, &s->p, err);
-    return lm_ssm_mamba1_scan_f32(&s->p, err);
+        return lm_ssm_mamba1_decode_f32(&s->p, ops, err);
+    return lm_ssm_mamba1_scan_f32(&s->p, ops, err);
 }
 
-static double softplus(double u) { return (u > 0.0 ? u : 0.0) + log1p(exp(-fabs(u))); }
-
-/* Float64 recurrence of channel d of batch row b over every token; y_exact {L}. */
+/* The float64 recurrence of channel d of batch row b over every token, y_exact {L}, by the
+ * family's oracle lm_ssm_mamba1_scan_f64_ref on that channel alone (its x, delta_raw and z
+ * columns gathered; b and c shared by every channel). h {N + 4 L + 2 L N} is scratch. NaN
+ * when the oracle refuses the inputs, so the check fails rather than passing unchecked. */
 static void mamba_channel_f64(const lm_ssm_mamba1_f32 *p, size_t b, size_t d, double *h,
                               double *y_exact)
 {
-    size_t n = p->state, dd = p->channels;
-    for (size_t j = 0; j < n; j++)
+    const size_t n = p->state, dd = p->channels, L = p->length;
+    double *x = h + n, *dr = x + L, *z = dr + L, *bb = z + L, *cc = bb + L * n;
+    double *yy = cc + L * n;
+    double a[LM_SSM_MAX_STATE], bias = (double)p->delta_bias[d], skip = (double)p->skip[d];
+    for (size_t j = 0; j < n; j++) {
         h[j] = p->h0 ? (double)p->h0[(b * dd + d) * n + j] : 0.0;
-    for (size_t t = 0; t < p->length; t++) {
-        size_t td = (b * p->length + t) * dd + d, tn = (b * p->length + t) * n;
-        double delta = softplus((double)p->delta_raw[td] + (double)p->delta_bias[d]);
-        double x = (double)p->x[td], out = 0.0;
-        for (size_t j = 0; j < n; j++) {
-            double a = (double)p->a[d * n + j];
-            double bbar = a != 0.0 ? expm1(delta * a) / a * (double)p->b[tn + j]
-                                   : delta * (double)p->b[tn + j];
-            h[j] = exp(delta * a) * h[j] + bbar * x;
-            out += (double)p->c[tn + j] * h[j];
-        }
-        out += (double)p->skip[d] * x;
-        double z = (double)p->z[td];
-        y_exact[t] = out * (z / (1.0 + exp(-z)));
+        a[j] = (double)p->a[d * n + j];
     }
+    for (size_t t = 0; t < L; t++) {
+        const size_t td = (b * L + t) * dd + d, tn = (b * L + t) * n;
+        x[t] = (double)p->x[td], dr[t] = (double)p->delta_raw[td], z[t] = (double)p->z[td];
+        for (size_t j = 0; j < n; j++)
+            bb[t * n + j] = (double)p->b[tn + j], cc[t * n + j] = (double)p->c[tn + j];
+    }
+    lm_ssm_mamba1_f64 one = {.batch = 1, .length = L, .channels = 1, .state = n, .x = x,
+                             .delta_raw = dr, .delta_bias = &bias, .a = a, .b = bb, .c = cc,
+                             .skip = &skip, .z = z, .h0 = h, .y = yy, .h_final = NULL,
+                             .exact_zoh = true};
+    const bool ok = lm_ssm_mamba1_scan_f64_ref(&one, NULL) == LM_OK;
+    for (size_t t = 0; t < L; t++)
+        y_exact[t] = ok ? yy[t] : (double)NAN;
 }
 
-static lm_status mamba_check(void *state, double *checksum, double *err_max, lm_error *err)
+static lm_status mamba_check(void *state, const lm_ops *ops, double *checksum,
+                            double *err_max, lm_error *err)
 {
     mamba_state *s = state;
     lm_ssm_mamba1_f32 *p = &s->p;
     size_t bsz = p->batch, len = p->length, d = p->channels, n = p->state;
     if (s->decode) { /* the step moved the state: restart from h_init and step once */
         memcpy(s->h, s->h_init, bsz * d * n * sizeof(float));
-        lm_status st = lm_ssm_mamba1_decode_f32(NULL, p, err);
+        lm_status st = lm_ssm_mamba1_decode_f32(p, ops, err);
         if (st != LM_OK)
             return st;
         memcpy(s->h, s->h_init, bsz * d * n * sizeof(float)); /* reference reads h0 = h */
     }
     *checksum = lm_bench_sum_f32(s->y, bsz * len * d);
-    double *h = malloc(n * sizeof *h), *y = malloc(len * sizeof *y);
+    double *h = malloc((n + 4 * len + 2 * len * n) * sizeof *h), *y = malloc(len * sizeof *y);
     if (h == NULL || y == NULL) {
         free(h), free(y);
         return lm_bench_err_skipped(*checksum, err_max, err);
@@ -187,7 +185,7 @@ static void step_cost(const lm_bench_config *c, double *flops, double *bytes)
     mamba_cost_common(c, true, flops, bytes);
 }
 
-static const lm_bench_case mamba1_scan = {
+const lm_bench_case lm_bench_mamba1_scan = {
     .name = "mamba1_scan",
     .summary = "Mamba-1 selective scan (exact ZOH, gate, skip) over n_ctx tokens",
     .role = "prefill_scan",
@@ -202,7 +200,7 @@ static const lm_bench_case mamba1_scan = {
     .teardown = mamba_teardown,
 };
 
-static const lm_bench_case mamba1_step = {
+const lm_bench_case lm_bench_mamba1_step = {
     .name = "mamba1_step",
     .summary = "Mamba-1 decode step: one token, the {d_inner, d_state} state in place",
     .role = "decode_ssm",
@@ -257,14 +255,16 @@ static lm_status conv_setup(const lm_bench_config *cfg, void **state, lm_error *
     return LM_OK;
 }
 
-static lm_status conv_run(void *state, lm_error *err)
+static lm_status conv_run(void *state, const lm_ops *ops, lm_error *err)
 {
     conv_state *s = state;
-    return lm_conv_causal_f32_with(NULL, &s->p, err);
+    return lm_conv_causal(&s->p, ops, err);
 }
 
-static lm_status conv_check(void *state, double *checksum, double *err_max, lm_error *err)
+static lm_status conv_check(void *state, const lm_ops *ops, double *checksum,
+                            double *err_max, lm_error *err)
 {
+    (void)ops;
     conv_state *s = state;
     const lm_conv_causal_f32 *p = &s->p;
     size_t l = p->length, d = p->channels, k = p->width;
@@ -293,7 +293,7 @@ static void conv_cost(const lm_bench_config *c, double *flops, double *bytes)
     *bytes = 4.0 * (2.0 * t * d + d * (CONV_WIDTH + 1.0));
 }
 
-static const lm_bench_case conv_causal = {
+const lm_bench_case lm_bench_conv_causal = {
     .name = "conv_causal",
     .summary = "causal depthwise convolution, width 4, bias + SiLU (the Mamba input conv)",
     .dtypes = "f32",
@@ -327,7 +327,7 @@ static void affine_teardown(void *state)
 static lm_status affine_setup(const lm_bench_config *cfg, void **state, lm_error *err)
 {
     if (cfg->n_ctx < 1 || cfg->d_inner < 1 || cfg->chunk < 1)
-        return lm_fail(err, LM_ERR_SHAPE, "affine_scan needs positive n_ctx, d_inner and chunk");
+        return lm_fail(err, LM_ERR_SHAPE, "scan_affine needs positive n_ctx, d_inner and chunk");
     affine_state *s = calloc(1, sizeof *s);
     if (s == NULL)
         return lm_fail(err, LM_ERR_NOMEM, "out of memory");
@@ -348,15 +348,17 @@ static lm_status affine_setup(const lm_bench_config *cfg, void **state, lm_error
     return LM_OK;
 }
 
-static lm_status affine_run(void *state, lm_error *err)
+static lm_status affine_run(void *state, const lm_ops *ops, lm_error *err)
 {
     affine_state *s = state;
-    return lm_scan_affine_f32(NULL, NULL, s->a, s->b, s->steps, s->width, NULL, s->states,
-                              s->final, s->chunk, 0, err);
+    return lm_scan_affine_f32(s->a, s->b, s->steps, s->width, NULL, s->states, s->final,
+                              s->chunk, 0, ops, err);
 }
 
-static lm_status affine_check(void *state, double *checksum, double *err_max, lm_error *err)
+static lm_status affine_check(void *state, const lm_ops *ops, double *checksum,
+                            double *err_max, lm_error *err)
 {
+    (void)ops;
     affine_state *s = state;
     *checksum = lm_bench_sum_f32(s->states, s->steps * s->width);
     lm_bench_err e = lm_bench_err_start();
@@ -369,7 +371,7 @@ static lm_status affine_check(void *state, double *checksum, double *err_max, lm
         }
     }
     if (!lm_bench_err_within(&e, *checksum, 1e-4, err_max))
-        return lm_fail(err, LM_ERR_NUMERIC, "affine_scan states differ from the float64 "
+        return lm_fail(err, LM_ERR_NUMERIC, "scan_affine states differ from the float64 "
                                             "recurrence by %.3g", *err_max);
     return LM_OK;
 }
@@ -381,8 +383,8 @@ static void affine_cost(const lm_bench_config *c, double *flops, double *bytes)
     *bytes = 3.0 * 4.0 * count;   /* read a, b; write the states */
 }
 
-static const lm_bench_case affine_scan = {
-    .name = "affine_scan",
+const lm_bench_case lm_bench_scan_affine = {
+    .name = "scan_affine",
     .summary = "chunked affine scan h_t = a_t h_{t-1} + b_t (reduce, carry, rescan)",
     .dtypes = "f32",
     .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_SSM | LM_BENCH_USES_CHUNK,
@@ -404,6 +406,7 @@ typedef struct linear_state {
     lm_linear_f32 p;
     float *q, *k, *v, *y;
     size_t chunk;
+    bool chunked; /* linear_chunked; false: linear_recurrent (chunk unused) */
 } linear_state;
 
 static void linear_teardown(void *state)
@@ -415,16 +418,19 @@ static void linear_teardown(void *state)
     free(s);
 }
 
-static lm_status linear_setup(const lm_bench_config *cfg, void **state, lm_error *err)
+static lm_status linear_setup_form(const lm_bench_config *cfg, bool chunked, void **state,
+                                   lm_error *err)
 {
-    if (cfg->n_ctx < 1 || cfg->heads < 1 || cfg->head_dim < 1 || cfg->chunk < 1)
-        return lm_fail(err, LM_ERR_SHAPE, "linear_chunked needs positive n_ctx, heads, head_dim "
-                                          "and chunk");
+    if (cfg->n_ctx < 1 || cfg->heads < 1 || cfg->head_dim < 1 || (chunked && cfg->chunk < 1))
+        return lm_fail(err, LM_ERR_SHAPE, "%s needs positive n_ctx, heads, head_dim%s",
+                       chunked ? "linear_chunked" : "linear_recurrent",
+                       chunked ? " and chunk" : "");
     linear_state *s = calloc(1, sizeof *s);
     if (s == NULL)
         return lm_fail(err, LM_ERR_NOMEM, "out of memory");
     size_t h = (size_t)cfg->heads, l = (size_t)cfg->n_ctx, d = (size_t)cfg->head_dim;
-    s->chunk = (size_t)cfg->chunk;
+    s->chunked = chunked;
+    s->chunk = chunked ? (size_t)cfg->chunk : 0;
     s->q = lm_bench_normal_f32(cfg->seed, h * l * d, 1.0);
     s->k = lm_bench_normal_f32(cfg->seed + 1, h * l * d, 1.0);
     s->v = lm_bench_normal_f32(cfg->seed + 2, h * l * d, 1.0);
@@ -442,10 +448,21 @@ static lm_status linear_setup(const lm_bench_config *cfg, void **state, lm_error
     return LM_OK;
 }
 
-static lm_status linear_run(void *state, lm_error *err)
+static lm_status linear_setup(const lm_bench_config *cfg, void **state, lm_error *err)
+{
+    return linear_setup_form(cfg, true, state, err);
+}
+
+static lm_status linear_recurrent_setup(const lm_bench_config *cfg, void **state,
+                                        lm_error *err)
+{
+    return linear_setup_form(cfg, false, state, err);
+}
+
+static lm_status linear_run(void *state, const lm_ops *ops, lm_error *err)
 {
     linear_state *s = state;
-    return lm_linear_attention_f32(NULL, true, &s->p, s->chunk, err);
+    return lm_linear_attention_f32(&s->p, s->chunked, s->chunk, ops, err);
 }
 
 /* Float64 oracle of head `head` alone (its contiguous {L, d} rows) into y {L, d}. */
@@ -496,12 +513,14 @@ static lm_status linear_head_f64(const void *params, size_t head, double *y, lm_
     return st;
 }
 
-static lm_status linear_check(void *state, double *checksum, double *err_max, lm_error *err)
+static lm_status linear_check(void *state, const lm_ops *ops, double *checksum,
+                            double *err_max, lm_error *err)
 {
+    (void)ops;
     linear_state *s = state;
     const lm_linear_f32 *p = &s->p;
-    return check_end_heads("linear_chunked", s->y, p->heads, p->length * p->d_key,
-                           linear_head_f64, p, checksum, err_max, err);
+    return check_end_heads(s->chunked ? "linear_chunked" : "linear_recurrent", s->y, p->heads,
+                           p->length * p->d_key, linear_head_f64, p, checksum, err_max, err);
 }
 
 static void linear_cost(const lm_bench_config *c, double *flops, double *bytes)
@@ -514,7 +533,7 @@ static void linear_cost(const lm_bench_config *c, double *flops, double *bytes)
     *bytes = 4.0 * h * l * 4.0 * d; /* q, k, v read; y written */
 }
 
-static const lm_bench_case linear_chunked = {
+const lm_bench_case lm_bench_linear_chunked = {
     .name = "linear_chunked",
     .summary = "chunked linear attention, phi = elu + 1, normalized (the lesson's form)",
     .role = "prefill_linear",
@@ -523,6 +542,22 @@ static const lm_bench_case linear_chunked = {
     .defaults = {.dtype = "f32", .bits = 32, .n_ctx = 1024, .chunk = 64, .heads = 32,
                  .kv_heads = 32, .head_dim = 128, .batch = 1},
     .setup = linear_setup,
+    .run = linear_run,
+    .check = linear_check,
+    .cost = linear_cost,
+    .teardown = linear_teardown,
+};
+
+/* The same problem through the recurrent kernel, token by token (the baseline of the
+ * chunked form, as delta_recurrent is of delta_chunked). */
+const lm_bench_case lm_bench_linear_recurrent = {
+    .name = "linear_recurrent",
+    .summary = "linear attention, phi = elu + 1, normalized, recurrent token-by-token form",
+    .dtypes = "f32",
+    .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_HEADS,
+    .defaults = {.dtype = "f32", .bits = 32, .n_ctx = 1024, .heads = 32, .kv_heads = 32,
+                 .head_dim = 128, .batch = 1},
+    .setup = linear_recurrent_setup,
     .run = linear_run,
     .check = linear_check,
     .cost = linear_cost,
@@ -631,12 +666,12 @@ static lm_status ssd_recurrent_setup(const lm_bench_config *c, void **state, lm_
     return st;
 }
 
-static lm_status ssd_run(void *state, lm_error *err)
+static lm_status ssd_run(void *state, const lm_ops *ops, lm_error *err)
 {
     ssd_state *s = state;
     if (s->decode)
-        return lm_ssm_ssd_decode_f32(&s->p, err);
-    return lm_ssm_ssd_scan_f32(NULL, !s->recurrent, &s->p, s->chunk, err);
+        return lm_ssm_ssd_decode_f32(&s->p, ops, err);
+    return lm_ssm_ssd_scan_f32(&s->p, !s->recurrent, s->chunk, ops, err);
 }
 
 /* Float64 oracle on head h of batch row 0 alone (heads = 1, the group shared). */
@@ -669,7 +704,8 @@ static lm_status ssd_head_f64(const lm_ssm_ssd_f32 *p, size_t h, double *y, lm_e
     return st;
 }
 
-static lm_status ssd_check(void *state, double *checksum, double *err_max, lm_error *err)
+static lm_status ssd_check(void *state, const lm_ops *ops, double *checksum,
+                            double *err_max, lm_error *err)
 {
     ssd_state *s = state;
     lm_ssm_ssd_f32 *p = &s->p;
@@ -677,7 +713,7 @@ static lm_status ssd_check(void *state, double *checksum, double *err_max, lm_er
     size_t state_count = p->batch * heads * pd * p->state;
     if (s->decode) { /* restart from h_init, step once, compare from h_init */
         memcpy(s->h, s->h_init, state_count * sizeof(float));
-        lm_status st = lm_ssm_ssd_decode_f32(p, err);
+        lm_status st = lm_ssm_ssd_decode_f32(p, ops, err);
         if (st != LM_OK)
             return st;
         memcpy(s->h, s->h_init, state_count * sizeof(float));
@@ -723,7 +759,7 @@ static void ssd_step_cost(const lm_bench_config *c, double *flops, double *bytes
     ssd_cost_common(c, true, flops, bytes);
 }
 
-static const lm_bench_case ssd_chunked = {
+const lm_bench_case lm_bench_ssd_chunked = {
     .name = "ssd_chunked",
     .summary = "Mamba-2 SSD prefill, chunked (d_inner / 64 heads of 64, N = d_state)",
     .role = "prefill_ssd",
@@ -740,7 +776,7 @@ static const lm_bench_case ssd_chunked = {
 
 /* The same prefill through the recurrent kernel, token by token: the baseline the chunked
  * form is measured against (sweep both in one run for a same-run ratio). */
-static const lm_bench_case ssd_recurrent = {
+const lm_bench_case lm_bench_ssd_recurrent = {
     .name = "ssd_recurrent",
     .summary = "Mamba-2 SSD prefill, recurrent token-by-token scan (baseline of ssd_chunked)",
     .dtypes = "f32",
@@ -754,7 +790,7 @@ static const lm_bench_case ssd_recurrent = {
     .teardown = ssd_teardown,
 };
 
-static const lm_bench_case ssd_step = {
+const lm_bench_case lm_bench_ssd_step = {
     .name = "ssd_step",
     .summary = "Mamba-2 SSD decode step: one token, the {heads, 64, N} state in place",
     .role = "decode_ssd",
@@ -829,10 +865,10 @@ static lm_status delta_recurrent_setup(const lm_bench_config *cfg, void **state,
     return delta_setup_form(cfg, false, state, err);
 }
 
-static lm_status delta_run(void *state, lm_error *err)
+static lm_status delta_run(void *state, const lm_ops *ops, lm_error *err)
 {
     delta_state *s = state;
-    return lm_delta_rule_f32(NULL, s->chunked, &s->p, s->chunk, err);
+    return lm_delta_rule_f32(&s->p, s->chunked, s->chunk, ops, err);
 }
 
 static lm_status delta_head_f64(const void *params, size_t head, double *y, lm_error *err)
@@ -855,8 +891,10 @@ static lm_status delta_head_f64(const void *params, size_t head, double *y, lm_e
     return st;
 }
 
-static lm_status delta_check(void *state, double *checksum, double *err_max, lm_error *err)
+static lm_status delta_check(void *state, const lm_ops *ops, double *checksum,
+                            double *err_max, lm_error *err)
 {
+    (void)ops;
     delta_state *s = state;
     const lm_delta_seq_f32 *p = &s->p;
     return check_end_heads("delta_chunked", s->y, p->heads, p->length * p->d_key,
@@ -873,7 +911,7 @@ static void delta_cost(const lm_bench_config *c, double *flops, double *bytes)
     *bytes = 4.0 * h * l * (4.0 * d + 2.0);
 }
 
-static const lm_bench_case delta_chunked = {
+const lm_bench_case lm_bench_delta_chunked = {
     .name = "delta_chunked",
     .summary = "gated delta rule (DeltaNet), chunked WY form, heads x head_dim",
     .dtypes = "f32",
@@ -889,7 +927,7 @@ static const lm_bench_case delta_chunked = {
 
 /* The same problem through the recurrent kernel, token by token: the baseline the chunked
  * form is measured against (sweep both in one run for a same-run ratio). */
-static const lm_bench_case delta_recurrent = {
+const lm_bench_case lm_bench_delta_recurrent = {
     .name = "delta_recurrent",
     .summary = "gated delta rule (DeltaNet), recurrent token-by-token form (baseline)",
     .dtypes = "f32",
@@ -903,7 +941,3 @@ static const lm_bench_case delta_recurrent = {
     .teardown = delta_teardown,
 };
 
-const lm_bench_case *const lm_bench_cases_recurrent[] = {
-    &mamba1_scan,    &mamba1_step, &ssd_chunked,   &ssd_step,      &conv_causal,
-    &affine_scan,    &linear_chunked, &delta_chunked, &delta_recurrent, &ssd_recurrent,
-    NULL};

@@ -4,7 +4,6 @@
  * crossover (kernels/arith/memory.c) and the FLOP crossover (the cases' flop counts). */
 #include "crossover.h"
 
-#include "../kernels/arith/arith.h"
 #include "bench.h"
 #include "cli.h"
 #include "csv.h"

@@ -20,7 +20,8 @@ namespace {
 void run_case(benchmark::State &state, const lm_bench_case *bench, lm_bench_config config)
 {
     lm_error err;
-    if (lm_isa_force(config.isa, &err) != LM_OK) {
+    const struct lm_ops *ops = lm_bench_ops(&config, &err);
+    if (ops == nullptr) {
         state.SkipWithError(err.message);
         return;
     }
@@ -30,15 +31,15 @@ void run_case(benchmark::State &state, const lm_bench_case *bench, lm_bench_conf
         state.SkipWithError(err.message);
         return;
     }
-    lm_status status = bench->run(data, &err); // warm-up, outside the timed loop
+    lm_status status = bench->run(data, ops, &err); // warm-up, outside the timed loop
     for (auto _ : state) {
         if (status != LM_OK)
             break;
-        status = bench->run(data, &err);
+        status = bench->run(data, ops, &err);
     }
     double checksum = 0.0, err_max = -1.0;
     if (status == LM_OK)
-        status = bench->check(data, &checksum, &err_max, &err);
+        status = bench->check(data, ops, &checksum, &err_max, &err);
     bench->teardown(data);
     if (status != LM_OK) {
         state.SkipWithError(err.message);

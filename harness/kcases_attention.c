@@ -1,11 +1,6 @@
-/* Kernel-contract runners for the attention family (recipes: docs/contracts.md,
- * "attention_prefill" and "attention_decode"; NumPy side: scripts/kcases/attention.py). */
-#include "kernel_cases.h"
-
-#include "../kernels/attention/attention.h"
-#include "../kernels/kvquant/kvquant.h"
-#include "../kernels/latent/latent.h"
-#include "../kernels/window/window.h"
+/* Kernel-contract runners for the attention family, registered in harness/registry.h
+ * (recipes: docs/contracts.md; NumPy side: scripts/kcases/attention.py). */
+#include "registry.h"
 
 #include <math.h>
 #include <string.h>
@@ -62,13 +57,13 @@ static lm_status draw_qkv(lm_kcase *kcase, lm_rng *rng, size_t nq, size_t nk, do
     return LM_OK;
 }
 
-/* attention_prefill: causal (masked) GQA prefill.
+/* attn_prefill (old contract name attention_prefill): causal (masked) GQA prefill.
  * Recipe: q = rng.standard_normal((n, heads, head_dim)), k = rng.standard_normal((n,
  * kv_heads, head_dim)), v likewise; rounded to float32 for dtype f32. Output o {n, heads,
  * head_dim}. Options: mask (causal | window | window_global | strided), window, n_global,
  * stride, poison ("q": q[0, 0, 0] = NaN, for the non-finite bad-input case). */
-static lm_status run_prefill(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
-                             lm_error *err)
+lm_status lm_kcase_attn_prefill(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
+                                lm_error *err)
 {
     static const char *const dtypes[] = {"f32", "f64", NULL};
     static const char *const options[] = {"mask", "window", "n_global", "stride", "poison",
@@ -105,14 +100,14 @@ static lm_status run_prefill(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm
     return lm_kcase_store_f32(lm_attn_prefill(&a, ops, NULL, err), out->values, of, nq);
 }
 
-/* attention_decode: one query per sequence over a KV cache.
+/* attn_decode (old contract name attention_decode): one query per sequence over a KV cache.
  * Recipe: q = rng.standard_normal((batch, heads, head_dim)), k = rng.standard_normal((batch,
  * kv_heads, capacity, head_dim)), v likewise; q rounded to float32, k and v to the case's
  * dtype (f32 | f16 | bf16); f64 runs the reference unrounded. Sequence b holds
  * lengths[b] = 1 + (length - 1) * (batch - b) // batch tokens (options.length, default
  * capacity; 0 makes the n = 0 bad-input case). Output o {batch, heads, head_dim}. */
-static lm_status run_decode(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
-                            lm_error *err)
+lm_status lm_kcase_attn_decode(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
+                               lm_error *err)
 {
     static const char *const dtypes[] = {"f32", "f16", "bf16", "f64", NULL};
     static const char *const options[] = {"length", "poison", NULL};
@@ -169,8 +164,8 @@ static lm_status run_decode(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_
  * (f32 | f16 | bf16). Token t is appended, then its query decodes. Output o {n, heads,
  * head_dim}: equals attention_prefill with mask "window". dtype f64 runs the float64 masked
  * prefill. Options: window. */
-static lm_status run_window(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
-                            lm_error *err)
+lm_status lm_kcase_window_decode(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
+                                 lm_error *err)
 {
     static const char *const dtypes[] = {"f32", "f16", "bf16", "f64", NULL};
     static const char *const options[] = {"window", NULL};
@@ -217,14 +212,14 @@ static lm_status run_window(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_
     return status;
 }
 
-/* kvquant_decode: one decode step over a quantized cache, reading the codes.
+/* kvq_decode (old names kvquant_decode, attn_decode_q): one decode step over a quantized cache, reading the codes.
  * Recipe: k = rng.standard_normal((n, kv_heads, head_dim)), then v likewise, then
  * q = rng.standard_normal((heads, head_dim)); all rounded to float32; the n tokens are
  * appended in order (quantize on append, options.format int8 | int4 | kivi4 | kivi2 |
  * kivi4g64 | kivi2g64, options.recent float32 tokens kept), then q decodes. Output o {heads, head_dim}. dtype f64
  * runs the float64 oracle lm_kvq_decode_f64_ref (the decode's int8 query on the codes). */
-static lm_status run_kvquant(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
-                             lm_error *err)
+lm_status lm_kcase_kvq_decode(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
+                              lm_error *err)
 {
     static const char *const dtypes[] = {"f32", "f64", NULL};
     static const char *const options[] = {"format", "recent", NULL};
@@ -284,8 +279,8 @@ static lm_status run_kvquant(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm
  * nope)) / sqrt(latent), w_uv = rng.standard_normal((latent, heads * v_dim)) / sqrt(latent);
  * all rounded to float32 for dtype f32. Options: path (absorbed | expanded), causal (prefill).
  * Output o {n_q, heads, v_dim}. dtype f64 runs lm_mla_attend_f64_ref. */
-static lm_status run_mla(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
-                         lm_error *err)
+lm_status lm_kcase_latent_mla(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
+                              lm_error *err)
 {
     static const char *const dtypes[] = {"f32", "f64", NULL};
     static const char *const options[] = {"path", "causal", NULL};
@@ -338,22 +333,3 @@ static lm_status run_mla(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kou
     return lm_kcase_store_f32(status, out->values, of, no);
 }
 
-static const lm_kernel_entry entries[] = {
-    {"attention_prefill", run_prefill,
-     "causal (masked) GQA prefill, q {n, heads, d}, k, v {n, kv_heads, d}, o {n, heads, d}"},
-    {"attention_decode", run_decode,
-     "decode over a KV cache, q {batch, heads, d}, k, v {batch, kv_heads, capacity, d}"},
-    {"window_decode", run_window,
-     "token-by-token decode through a rolling buffer of w slots, o {n, heads, d}"},
-    {"kvquant_decode", run_kvquant,
-     "one decode step over a quantized KV cache (int8, int4, kivi4, kivi2, kivi4g64, "
-     "kivi2g64), o {heads, d}"},
-    {"latent_mla", run_mla,
-     "DeepSeek-V2 latent attention (absorbed or expanded, decode or prefill), o {n_q, heads, v}"},
-};
-
-const lm_kernel_entry *lm_kcases_attention(size_t *count)
-{
-    *count = sizeof entries / sizeof entries[0];
-    return entries;
-}

@@ -1,14 +1,12 @@
 /* Kernel-contract runners for the core kernels (recipes: docs/contracts.md, "kernels"). */
-#include "kernel_cases.h"
-
-#include "../kernels/gemv/gemv.h"
+#include "registry.h"
 
 /* gemv_rowdot: y = X w.
  * Recipe: x = rng.standard_normal((n, d)); w = rng.standard_normal(d); for dtype f32 both
  * are rounded to float32. Output y {n}. dtype f64 runs lm_gemv_rowdot_f64_ref. Shapes may
  * be 0 only in bad-input cases (expected.status "shape"). */
-static lm_status run_gemv_rowdot(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops,
-                                 lm_kout *out, lm_error *err)
+lm_status lm_kcase_gemv_rowdot(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
+                               lm_error *err)
 {
     static const char *const dtypes[] = {"f32", "f64", NULL};
     static const char *const options[] = {NULL};
@@ -36,18 +34,9 @@ static lm_status run_gemv_rowdot(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops
     float *yf = lm_kcase_alloc(kcase, n, sizeof(float));
     if (xf == NULL || wf == NULL || yf == NULL)
         return lm_fail(err, LM_ERR_NOMEM, "case %s: no memory for float32 copies", kcase->id);
-    ops->rowdot_f32(xf, wf, yf, n, d);
+    ops->gemv_rowdot_f32(xf, wf, yf, n, d);
     for (size_t i = 0; i < n; i++)
         out->values[i] = (double)yf[i];
     return LM_OK;
 }
 
-static const lm_kernel_entry entries[] = {
-    {"gemv_rowdot", run_gemv_rowdot, "y = X w, x {n, d} row-major, w {d}, y {n}"},
-};
-
-const lm_kernel_entry *lm_kcases_core(size_t *count)
-{
-    *count = sizeof entries / sizeof entries[0];
-    return entries;
-}

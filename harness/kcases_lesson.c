@@ -1,13 +1,7 @@
 /* Kernel-contract runners for the lesson's float64 references (dtype f64 only): the
  * oracles checked against NumPy on random inputs. Recipes: docs/contracts.md, "kernels",
  * and scripts/kcases/lesson.py, which draws the same inputs in the same order. */
-#include "kernel_cases.h"
-
-#include "../kernels/attention/attention.h"
-#include "../kernels/kvquant/kvquant.h"
-#include "../kernels/linear/linear.h"
-#include "../kernels/scan/scan.h"
-#include "../kernels/window/window.h"
+#include "registry.h"
 
 #include <string.h>
 
@@ -37,7 +31,7 @@ static lm_status read_sizes(const lm_kcase *kcase, const char *const *names, siz
 /* lesson_sdpa. Draws q {n_q, d}, k {n_k, d}, v {n_k, d_v}. Options: mask none|causal|window
  * (square only, window needs w), scale (default true). Output: out {n_q, d_v}, weights
  * {n_q, n_k}. */
-static lm_status run_sdpa(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
+lm_status lm_kcase_lesson_sdpa(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
                           lm_error *err)
 {
     static const char *const names[] = {"n_q", "n_k", "d", "d_v", NULL};
@@ -84,7 +78,7 @@ static lm_status run_sdpa(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_ko
 
 /* lesson_window_decode. Draws q {n, d}, k {n, d}, v {n, d_v}; option w. Output: out
  * {n, d_v}, then the largest number of entries the buffer held. */
-static lm_status run_window_decode(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops,
+lm_status lm_kcase_lesson_window_decode(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops,
                                    lm_kout *out, lm_error *err)
 {
     static const char *const names[] = {"n", "d", "d_v", NULL};
@@ -115,7 +109,7 @@ static lm_status run_window_decode(lm_kcase *kcase, lm_rng *rng, const lm_ops *o
 
 /* lesson_linear_feature. Draws q {n, d}, k {n, d}, v {n, d_v}; option form
  * quadratic|recurrent. Output: out {n, d_v}; recurrent appends S {d, d_v} and z {d}. */
-static lm_status run_linear_feature(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops,
+lm_status lm_kcase_lesson_linear_feature(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops,
                                     lm_kout *out, lm_error *err)
 {
     static const char *const names[] = {"n", "d", "d_v", NULL};
@@ -152,7 +146,7 @@ static lm_status run_linear_feature(lm_kcase *kcase, lm_rng *rng, const lm_ops *
  * {steps, width}, h0 = standard_normal {width}. Options: method sequential|chunked|
  * hillis_steele|blelloch, chunk, h0 (use h0, else a zero start). Output: states
  * {steps, width}. */
-static lm_status run_affine_scan(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops,
+lm_status lm_kcase_lesson_affine_scan(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops,
                                  lm_kout *out, lm_error *err)
 {
     static const char *const names[] = {"steps", "width", NULL};
@@ -206,7 +200,7 @@ static lm_status read_bits(const lm_kcase *kcase, long long *bits, lm_error *err
 
 /* lesson_kv_quantize. Draws x = standard_normal {rows, cols}; option bits. Output: codes
  * {rows, cols} (as numbers), then scales {rows}. */
-static lm_status run_kv_quantize(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops,
+lm_status lm_kcase_lesson_kv_quantize(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops,
                                  lm_kout *out, lm_error *err)
 {
     static const char *const names[] = {"rows", "cols", NULL};
@@ -234,7 +228,7 @@ static lm_status run_kv_quantize(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops
 
 /* lesson_kivi. Draws x = standard_normal {rows, cols}; options bits, axis token|channel.
  * Output: x_hat {rows, cols}. */
-static lm_status run_kivi(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
+lm_status lm_kcase_lesson_kivi(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
                           lm_error *err)
 {
     static const char *const names[] = {"rows", "cols", NULL};
@@ -263,17 +257,3 @@ static lm_status run_kivi(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_ko
                                    out->values, err);
 }
 
-static const lm_kernel_entry entries[] = {
-    {"lesson_sdpa", run_sdpa, "single-head softmax attention, optional mask and scaling"},
-    {"lesson_window_decode", run_window_decode, "rolling-buffer sliding-window decode"},
-    {"lesson_linear_feature", run_linear_feature, "phi = elu + 1 linear attention"},
-    {"lesson_affine_scan", run_affine_scan, "h_t = a_t h_{t-1} + b_t, four algorithms"},
-    {"lesson_kv_quantize", run_kv_quantize, "per-row symmetric quantization, codes + scales"},
-    {"lesson_kivi", run_kivi, "KIVI asymmetric quantize-dequantize"},
-};
-
-const lm_kernel_entry *lm_kcases_lesson(size_t *count)
-{
-    *count = sizeof entries / sizeof entries[0];
-    return entries;
-}

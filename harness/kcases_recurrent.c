@@ -1,12 +1,7 @@
-/* Kernel-contract runners for the recurrent family (recipes: docs/contracts.md, "kernels",
+/* Kernel-contract runners for the recurrent family, registered in harness/registry.h
+ * (recipes: docs/contracts.md, "kernels",
  * and scripts/kcases/recurrent.py, which draws the same inputs in the same order). */
-#include "kernel_cases.h"
-
-#include "../kernels/conv/conv.h"
-#include "../kernels/delta/delta.h"
-#include "../kernels/linear/linear.h"
-#include "../kernels/scan/scan.h"
-#include "../kernels/ssm/ssm.h"
+#include "registry.h"
 
 #include <math.h>
 #include <string.h>
@@ -44,7 +39,7 @@ static float *to_f32(lm_kcase *kcase, const double *values, size_t count)
  * Options (booleans, default false): exact_zoh; bias, skip, gate, h0 (use that array, else
  * NULL); zero_modes (a[d, d % N] = 0); positive_a (a[0, N-1] = 0.5, a bad-input case).
  * Output: y {B, L, D} followed by h_final {B, D, N}. */
-static lm_status run_mamba1(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
+lm_status lm_kcase_mamba1_scan(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
                             lm_error *err)
 {
     static const char *const dtypes[] = {"f32", "f64", NULL};
@@ -108,7 +103,7 @@ static lm_status run_mamba1(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_
     if (!y || !p.x || !p.delta_raw || !p.a || !p.b || !p.c || (bias && !p.delta_bias) ||
         (skip && !p.skip) || (z && !p.z) || (h0 && !p.h0))
         return no_memory(kcase, err);
-    return lm_kcase_store_f32(lm_ssm_mamba1_scan_f32_with(ops->mamba1_scan_f32, &p, err),
+    return lm_kcase_store_f32(lm_ssm_mamba1_scan_f32(&p, ops, err),
                               out->values, y, out->count);
 }
 
@@ -118,7 +113,7 @@ static lm_status run_mamba1(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_
  * tail = standard_normal((B, K-1, D)). Options (booleans, default false): bias, tail (use
  * that array, else NULL = zeros), silu. Output: y {B, L, D} followed by tail_out
  * {B, K-1, D}. */
-static lm_status run_conv(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
+lm_status lm_kcase_conv_causal(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
                           lm_error *err)
 {
     static const char *const dtypes[] = {"f32", "f64", NULL};
@@ -161,7 +156,7 @@ static lm_status run_conv(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_ko
                             y != NULL ? y + B * L * D : NULL, flag[2]};
     if (!y || !p.x || !p.weight || (bias && !p.bias) || (tail && tail_count && !p.tail_in))
         return no_memory(kcase, err);
-    return lm_kcase_store_f32(lm_conv_causal_f32_with(ops->conv_causal_f32, &p, err),
+    return lm_kcase_store_f32(lm_conv_causal(&p, ops, err),
                               out->values, y, out->count);
 }
 
@@ -171,7 +166,7 @@ static lm_status run_conv(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_ko
  * sequential; > 1: the three-phase chunked driver), h0 (boolean: start from h0, else 0).
  * Output: states {T, W}. dtype f64 runs the float64 reference: chunked when the case sets
  * chunk, sequential otherwise. */
-static lm_status run_scan_affine(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops,
+lm_status lm_kcase_scan_affine(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops,
                                  lm_kout *out, lm_error *err)
 {
     static const char *const dtypes[] = {"f32", "f64", NULL};
@@ -209,9 +204,8 @@ static lm_status run_scan_affine(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops
     float *hf = lm_kcase_alloc(kcase, T * W, sizeof(float));
     if (!af || !bf || !h0f || !hf)
         return no_memory(kcase, err);
-    status = lm_scan_affine_f32(ops->scan_affine_f32, ops->scan_affine_reduce_f32, af, bf, T, W,
-                                use_h0 ? h0f : NULL, hf, NULL, chunk >= 0 ? (size_t)chunk : T,
-                                (size_t)parts, err);
+    status = lm_scan_affine_f32(af, bf, T, W, use_h0 ? h0f : NULL, hf, NULL,
+                                chunk >= 0 ? (size_t)chunk : T, (size_t)parts, ops, err);
     return lm_kcase_store_f32(status, out->values, hf, T * W);
 }
 
@@ -310,8 +304,7 @@ static lm_status run_linear(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_
     if (!res || !p.q || !p.k || !p.v || (gate_kind && !p.gate) || (use_s0 && (!p.s0 || !p.z0)))
         return no_memory(kcase, err);
     const bool chunked = chunk >= 0;
-    status = lm_linear_attention_f32(chunked ? ops->linear_chunked_f32 : ops->linear_recurrent_f32,
-                                     chunked, &p, chunked ? (size_t)chunk : 0, err);
+    status = lm_linear_attention_f32(&p, chunked, chunked ? (size_t)chunk : 0, ops, err);
     return lm_kcase_store_f32(status, out->values, res, out->count);
 }
 
@@ -389,9 +382,7 @@ static lm_status run_ssd(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kou
         return no_memory(kcase, err);
     if (!decode) {
         const bool chunked = chunk >= 0;
-        status = lm_ssm_ssd_scan_f32(chunked ? ops->linear_chunked_f32
-                                             : ops->linear_recurrent_f32,
-                                     chunked, &p, chunked ? (size_t)chunk : 0, err);
+        status = lm_ssm_ssd_scan_f32(&p, chunked, chunked ? (size_t)chunk : 0, ops, err);
     } else {
         /* one token at a time; the state lives in res + nx */
         float *state = res + nx;
@@ -413,7 +404,7 @@ static lm_status run_ssd(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kou
             }
             lm_ssm_ssd_f32 step = {B, 1, H, P, G, N, xt, dtt, p.dt_bias, p.a, bt, ct, p.skip,
                                    state, yt, state};
-            status = lm_ssm_ssd_decode_f32_with(ops->ssd_step_f32, &step, err);
+            status = lm_ssm_ssd_decode_f32(&step, ops, err);
             for (size_t bi = 0; bi < B; bi++)
                 memcpy(res + (bi * L + t) * H * P, yt + bi * H * P, H * P * sizeof(float));
         }
@@ -485,26 +476,48 @@ static lm_status run_delta(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_k
     if (!res || !p.q || !p.k || !p.v || !p.beta || (gated && !p.gate) || (use_s0 && !p.s0))
         return no_memory(kcase, err);
     const bool chunked = chunk >= 0;
-    status = lm_delta_rule_f32(chunked ? ops->delta_chunked_f32 : ops->delta_recurrent_f32,
-                               chunked, &p, chunked ? (size_t)chunk : 0, err);
+    status = lm_delta_rule_f32(&p, chunked, chunked ? (size_t)chunk : 0, ops, err);
     return lm_kcase_store_f32(status, out->values, res, out->count);
 }
 
-static const lm_kernel_entry entries[] = {
-    {"ssm_mamba1_scan", run_mamba1,
-     "Mamba-1 selective scan (softplus delta, exact ZOH or delta*B), y then final state"},
-    {"conv_causal", run_conv, "causal depthwise conv with tail state, y then tail_out"},
-    {"scan_affine", run_scan_affine,
-     "h_t = a_t h_{t-1} + b_t, sequential or three-phase chunked over time, states {T, W}"},
-    {"linear_attention", run_linear,
-     "linear attention (additive / elu+1 normalized, gated), recurrent or chunked"},
-    {"ssm_ssd", run_ssd, "Mamba-2 SSD: recurrent, chunked or decode steps; y then h_final"},
-    {"delta_rule", run_delta,
-     "(gated) delta rule, unit keys: recurrent or chunked WY form; y then s_final"},
-};
+/* ---- the words of the split runners -------------------------------------------------------
+ * linear_attention, ssm_ssd and delta_rule were one contract name each, the form chosen by
+ * options (chunk, decode); each form is now its own word (the one the sweep and the dispatch
+ * table use) and the old name is an alias resolved by the same options (registry.c). A case
+ * that names a word itself must have that word's options. */
 
-const lm_kernel_entry *lm_kcases_recurrent(size_t *count)
+/* True when options.<key> is present and not false. */
+static bool option_set(const lm_kcase *kcase, const char *key)
 {
-    *count = sizeof entries / sizeof entries[0];
-    return entries;
+    const json_t *options = json_object_get(kcase->json, "options");
+    const json_t *value = json_is_object(options) ? json_object_get(options, key) : NULL;
+    return value != NULL && !json_is_false(value) && !json_is_null(value);
 }
+
+/* LM_ERR_SCHEMA unless options.chunk (and options.decode) are as the word needs. */
+static lm_status require_form(const lm_kcase *kcase, const char *word, bool chunk, bool decode,
+                              lm_error *err)
+{
+    if (strcmp(kcase->kernel, word) != 0) /* an old name: resolved by these options */
+        return LM_OK;
+    if (option_set(kcase, "chunk") != chunk || option_set(kcase, "decode") != decode)
+        return lm_fail(err, LM_ERR_SCHEMA, "case %s: kernel %s %s options.chunk%s", kcase->id,
+                       word, chunk ? "needs" : "takes no", decode ? " and needs options.decode"
+                                                             : "");
+    return LM_OK;
+}
+
+#define LM_SPLIT_RUNNER(word, runner, chunk, decode)                                          \
+    lm_status lm_kcase_##word(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,   \
+                              lm_error *err)                                                   \
+    {                                                                                          \
+        lm_status status = require_form(kcase, #word, chunk, decode, err);                     \
+        return status != LM_OK ? status : runner(kcase, rng, ops, out, err);                   \
+    }
+LM_SPLIT_RUNNER(linear_recurrent, run_linear, false, false)
+LM_SPLIT_RUNNER(linear_chunked, run_linear, true, false)
+LM_SPLIT_RUNNER(ssd_recurrent, run_ssd, false, false)
+LM_SPLIT_RUNNER(ssd_chunked, run_ssd, true, false)
+LM_SPLIT_RUNNER(ssd_step, run_ssd, false, true)
+LM_SPLIT_RUNNER(delta_recurrent, run_delta, false, false)
+LM_SPLIT_RUNNER(delta_chunked, run_delta, true, false)

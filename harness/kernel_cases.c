@@ -2,6 +2,7 @@
  * draws, and running one case through its registered runner (see kernel_cases.h). */
 #include "kernel_cases.h"
 #include "jsonx.h"
+#include "registry.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -284,11 +285,12 @@ void lm_kcase_release(lm_kcase *kcase)
 
 lm_status lm_kcase_run(lm_kcase *kcase, const lm_ops *ops, lm_kout *out, lm_error *err)
 {
-    const lm_kernel_entry *entry = lm_kernel_find(kcase->kernel);
-    if (entry == NULL)
+    const lm_registry_entry *entry =
+        lm_registry_find(kcase->kernel, json_object_get(kcase->json, "options"));
+    if (entry == NULL || entry->contract == NULL)
         return lm_fail(err, LM_ERR_SCHEMA,
                        "case %s: unknown kernel '%s' (no runner registered in "
-                       "harness/kernel_registry.c)", kcase->id, kcase->kernel);
+                       "harness/registry.h)", kcase->id, kcase->kernel);
     bool reference = strcmp(kcase->dtype, "f64") == 0;
     if (!reference && ops == NULL)
         return lm_fail(err, LM_ERR_ARG, "case %s: dtype %s needs an ISA path", kcase->id,
@@ -296,7 +298,7 @@ lm_status lm_kcase_run(lm_kcase *kcase, const lm_ops *ops, lm_kout *out, lm_erro
     lm_rng rng;
     lm_rng_seed(&rng, (uint64_t)kcase->seed);
     *out = (lm_kout){NULL, 0};
-    lm_status status = entry->run(kcase, &rng, reference ? NULL : ops, out, err);
+    lm_status status = entry->contract(kcase, &rng, reference ? NULL : ops, out, err);
     if (status == LM_OK && out->values == NULL)
         return lm_fail(err, LM_ERR_ARG, "case %s: runner for %s returned no output", kcase->id,
                        kcase->kernel);

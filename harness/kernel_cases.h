@@ -1,20 +1,16 @@
-/* Kernel-contract cases (schema "longmix-kernels/1"): what a kernel runner sees and the
- * registry that maps a case's "kernel" name to its runner.
+/* Kernel-contract cases (schema "longmix-kernels/1"): what a kernel runner sees. The
+ * runners are registered under their kernel word in harness/registry.h.
  *
  * A runner rebuilds one case's inputs from lm_rng by the kernel's recipe (docs/contracts.md,
  * section "kernels"), runs the kernel of the lm_ops table it is given (or the float64
  * reference when the case's dtype is "f64"), and returns the output as a flat float64
  * vector in C order. The core (kernels_contract.c) seeds the generator, picks the ISA
  * paths, takes the statistics and compares them with the contract.
- *
- * Adding a family: write harness/kcases_<family>.c with static runners and one public
- * function `const lm_kernel_entry *lm_kcases_<family>(size_t *count)` returning its table,
- * then add one line to the `families` table of harness/kernel_registry.c. */
+ */
 #ifndef LONGMIX_KERNEL_CASES_H
 #define LONGMIX_KERNEL_CASES_H
 
 #include "longmix.h"
-#include "lm_ops.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -47,24 +43,6 @@ typedef struct lm_kout {
  * kernel itself is returned as is. */
 typedef lm_status (*lm_kernel_runner)(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops,
                                       lm_kout *out, lm_error *err);
-
-typedef struct lm_kernel_entry {
-    const char *name;        /* the case's "kernel" */
-    lm_kernel_runner run;
-    const char *summary;     /* one line: what the kernel computes */
-} lm_kernel_entry;
-
-/* ---- family tables (one per harness/kcases_<family>.c) ------------------------------ */
-
-const lm_kernel_entry *lm_kcases_core(size_t *count);      /* harness/kcases_core.c */
-const lm_kernel_entry *lm_kcases_attention(size_t *count); /* harness/kcases_attention.c */
-const lm_kernel_entry *lm_kcases_recurrent(size_t *count); /* harness/kcases_recurrent.c */
-const lm_kernel_entry *lm_kcases_lesson(size_t *count);    /* harness/kcases_lesson.c */
-
-/* The registered runner of `name`, or NULL. */
-const lm_kernel_entry *lm_kernel_find(const char *name);
-/* Every registered entry, in registry order: calls visit(entry, context) for each. */
-void lm_kernel_each(void (*visit)(const lm_kernel_entry *entry, void *context), void *context);
 
 /* ---- case access (for runners) --------------------------------------------------------
  * Every failure message starts with "case <id>: " and names the field. */

@@ -1,7 +1,7 @@
 /* The checker of schema "longmix-kernels/1" (docs/contracts.md, section "kernels").
  *
  * Each case names a kernel, its shapes, options, seed and fast-path dtype; the runner
- * registered under the kernel name (kernel_registry.c) rebuilds the inputs from lm_rng by
+ * registered under the kernel name (harness/registry.h) rebuilds the inputs from lm_rng by
  * the kernel's recipe and returns the output. The checker runs every case on the active
  * ISA path and then on every other path this machine runs (only the active one when
  * LONGMIX_ISA is set; dtype "f64" cases run the float64 reference once, labelled "ref"),
@@ -12,7 +12,7 @@
  * the contract (the sum of |terms| the float64 reference added up for it). */
 #include "contract.h"
 #include "jsonx.h"
-#include "kernel_cases.h"
+#include "registry.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -226,12 +226,14 @@ static bool shape_is_invalid(lm_kcase *kcase, const lm_ops *ops, const lm_error 
 {
     lm_error reference_err = *run_err;
     if (ops != NULL) { /* the float64 reference on the same inputs (lm_kcase_run's seeding) */
-        const lm_kernel_entry *entry = lm_kernel_find(kcase->kernel);
+        const lm_registry_entry *entry =
+            lm_registry_find(kcase->kernel, json_object_get(kcase->json, "options"));
         lm_rng rng;
         lm_rng_seed(&rng, (uint64_t)kcase->seed);
         lm_kout out = {NULL, 0};
         lm_kcase_release(kcase);
-        if (entry == NULL || entry->run(kcase, &rng, NULL, &out, &reference_err) != LM_ERR_SHAPE)
+        if (entry == NULL || entry->contract == NULL ||
+            entry->contract(kcase, &rng, NULL, &out, &reference_err) != LM_ERR_SHAPE)
             return false;
     }
     char fields[NAME_TEXT];
@@ -300,6 +302,30 @@ static size_t paths_to_run(lm_isa paths[LM_ISA_COUNT])
     return count;
 }
 
+/* The paths a case runs on: each of `paths` in order, where a derived path (avx512vnni)
+ * that holds its parent's kernels for the case's word stands for its parent, and a path
+ * already run is not run again. So the avx512vnni row is checked on the kvq_decode cases
+ * (its own kernel) and every other case runs on avx512 as before. Returns how many. */
+static size_t paths_for_case(const lm_kcase *kcase, const lm_isa *paths, size_t count,
+                             lm_isa *out)
+{
+    const lm_registry_entry *entry =
+        lm_registry_find(kcase->kernel, json_object_get(kcase->json, "options"));
+    size_t n = 0;
+    for (size_t p = 0; p < count; p++) {
+        lm_isa isa = paths[p];
+        if (lm_isa_derived(isa) && lm_ops_for(lm_isa_parent(isa)) != NULL &&
+            lm_ops_same_kernel(lm_ops_for(isa), lm_ops_for(lm_isa_parent(isa)), entry->name))
+            isa = lm_isa_parent(isa);
+        bool seen = false;
+        for (size_t i = 0; i < n; i++)
+            seen |= out[i] == isa;
+        if (!seen)
+            out[n++] = isa;
+    }
+    return n;
+}
+
 /* Validates every case (fields, registered kernel, unique id) before any runs, so a
  * malformed contract stops with one error and no partial report. */
 static lm_status validate_cases(const json_t *cases, lm_error *err)
@@ -313,10 +339,12 @@ static lm_status validate_cases(const json_t *cases, lm_error *err)
             status = read_expectation(kcase.json, kcase.id, &e, err);
         if (status != LM_OK)
             return status;
-        if (lm_kernel_find(kcase.kernel) == NULL)
+        const lm_registry_entry *entry =
+            lm_registry_find(kcase.kernel, json_object_get(kcase.json, "options"));
+        if (entry == NULL || entry->contract == NULL)
             return lm_fail(err, LM_ERR_SCHEMA,
                            "case %s: unknown kernel '%s' (no runner registered in "
-                           "harness/kernel_registry.c)", kcase.id, kcase.kernel);
+                           "harness/registry.h)", kcase.id, kcase.kernel);
         for (size_t j = 0; j < i; j++) {
             const char *other = json_string_value(json_object_get(json_array_get(cases, j), "id"));
             if (other != NULL && strcmp(other, kcase.id) == 0)
@@ -349,8 +377,10 @@ lm_status lm_verify_kernels(const lm_contract *contract, lm_report *report, lm_e
                 return status;
             continue;
         }
-        for (size_t p = 0; p < path_count; p++)
-            if ((status = run_on(&kcase, &e, lm_ops_for(paths[p]), lm_isa_name(paths[p]), report,
+        lm_isa run[LM_ISA_COUNT];
+        size_t run_count = paths_for_case(&kcase, paths, path_count, run);
+        for (size_t p = 0; p < run_count; p++)
+            if ((status = run_on(&kcase, &e, lm_ops_for(run[p]), lm_isa_name(run[p]), report,
                                  err)) != LM_OK)
                 return status;
     }

@@ -3,14 +3,7 @@
  * linear, ssm, latent, kvquant), one tidy CSV per figure. scripts/plot.py draws them; no
  * Python re-implements the math. The figure parameters (context lengths, n = 16, w = 4,
  * seed 11, the recall inputs) are the lesson's own, quoted from its figures() code. */
-#include "../kernels/arith/arith.h"
-#include "../kernels/attention/attention.h"
-#include "../kernels/kvquant/kvquant.h"
-#include "../kernels/latent/latent.h"
-#include "../kernels/linear/linear.h"
-#include "../kernels/sparse/sparse.h"
-#include "../kernels/ssm/ssm.h"
-#include "../kernels/window/window.h"
+#include "longmix.h"
 #include "cli.h"
 #include "csv.h"
 

@@ -11,16 +11,10 @@
  * A missing field or a value of the wrong kind is returned as an error naming its path (the
  * CLI's exit 2); a parameter out of range (a negative length, a zero width) is
  * LM_ERR_SCHEMA too. Everything else is a check in the report. */
+#include "longmix.h"
 #include "contract.h"
 #include "jsonx.h"
-#include "lm_reduce.h"
 #include "size_budget.h"
-
-#include "../kernels/arith/arith.h"
-#include "../kernels/delta/delta.h"
-#include "../kernels/linear/linear.h"
-#include "../kernels/scan/scan.h"
-#include "../kernels/ssm/ssm.h"
 
 #include <math.h>
 #include <stdio.h>

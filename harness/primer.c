@@ -12,20 +12,9 @@
  * expected value is written here. An unknown function or comparison, a missing or
  * ill-typed field, or an argument out of range is LM_ERR_SCHEMA / LM_ERR_TYPE naming the
  * entry id (the CLI's exit 2); a reference that rejects its arguments is a failed check. */
+#include "longmix.h"
 #include "contract.h"
 #include "jsonx.h"
-#include "lm_reduce.h"
-
-#include "../kernels/arith/arith.h"
-#include "../kernels/attention/attention.h"
-#include "../kernels/delta/delta.h"
-#include "../kernels/kvquant/kvquant.h"
-#include "../kernels/latent/latent.h"
-#include "../kernels/linear/linear.h"
-#include "../kernels/scan/scan.h"
-#include "../kernels/sparse/sparse.h"
-#include "../kernels/ssm/ssm.h"
-#include "../kernels/window/window.h"
 
 #include <limits.h>
 #include <math.h>

@@ -1,8 +1,8 @@
 /* longmix roofline: peak FMA per ISA and thread count, STREAM triad bandwidth, to CSV.
  * The library half (lm_roofline_*) never prints; lm_cmd_roofline is the CLI. */
+#include "longmix.h"
 #include "roofline.h"
 
-#include "../kernels/core/peak.h"
 #include "cli.h"
 #include "csv.h"
 #include "opts.h"

@@ -43,11 +43,11 @@ MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h"]
 CYCLE = PALETTE[:10]
 FILLS = ["full", "none", "left", "top"]  # 1st, 2nd, ... thread count of a figure
 
-NAMES = {"attn_decode": "attention", "attn_decode_q": "attention",
+NAMES = {"attn_decode": "attention", "kvq_decode": "attention",
          "mamba1_step": "Mamba-1 step", "ssd_step": "Mamba-2 SSD step",
          "attn_prefill": "causal attention", "mamba1_scan": "Mamba-1 scan",
          "ssd_chunked": "Mamba-2 SSD, chunked", "linear_chunked": "linear attention, chunked",
-         "delta_chunked": "gated delta rule, chunked", "affine_scan": "affine scan",
+         "delta_chunked": "gated delta rule, chunked", "scan_affine": "affine scan",
          "attn_prefill_window": "sliding-window prefill (x: window)"}
 
 
@@ -175,7 +175,7 @@ def _place_labels(ax, points, fontsize=6.5):
 
 # ---- measurements -----------------------------------------------------------------------
 
-DECODE_GROWING = {"attn_decode", "attn_decode_q"}
+DECODE_GROWING = {"attn_decode", "kvq_decode"}
 DECODE_FLAT = {"mamba1_step", "ssd_step"}
 PREFILL_GROWING = {"attn_prefill"}
 PREFILL_OTHER = {"mamba1_scan", "linear_chunked", "ssd_chunked"}
@@ -444,8 +444,8 @@ def roofline_fraction(rows, path, clip=1.25):
 
 def quant_error(lesson_rows, rows, path):
     """Attention output error vs bits: the lesson's reference schemes (longmix lesson) and
-    the measured quantized decode kernels (err_max of attn_decode_q rows)."""
-    quantized = [r for r in _ok(rows) if r["kernel"] == "attn_decode_q" and _num(r, "err_max") > 0]
+    the measured quantized decode kernels (err_max of kvq_decode rows)."""
+    quantized = [r for r in _ok(rows) if r["kernel"] == "kvq_decode" and _num(r, "err_max") > 0]
     if not lesson_rows and not quantized:
         return None
     fig, ax = plt.subplots(figsize=(COLUMN * 1.35, 2.6))

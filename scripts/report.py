@@ -31,6 +31,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plot  # noqa: E402
+from kernel_names import canonical  # noqa: E402
 import tables  # noqa: E402
 from tables import Col, Table  # noqa: E402
 
@@ -41,7 +42,7 @@ REQUIRED = ("run_id,timestamp,git_rev,host,cpu_model,isa,threads,kernel,dtype,bi
 
 def read_csv(path):
     with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+        return [canonical(r) for r in csv.DictReader(f)]
 
 
 def is_results(path):

@@ -11,6 +11,9 @@ import glob
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kernel_names import canonical  # noqa: E402
+
 
 def load(directory):
     rows = []
@@ -19,6 +22,7 @@ def load(directory):
             for r in csv.DictReader(f):
                 if r.get("status", "ok") == "ok" and "median_s" in r:
                     r["_file"] = os.path.splitext(os.path.basename(path))[0]
+                    canonical(r)
                     rows.append(r)
     return rows
 
@@ -182,7 +186,7 @@ def attention(rows, t):
                               ("kivi4g64", None, " (key groups of 64 tokens)"),
                               ("kivi2", None, " (key groups of 32 tokens, KIVI's setting)"),
                               ("kivi2g64", 4.0, " (key groups of 64 tokens)")):
-        r = one(rows, kernel="attn_decode_q", dtype=dtype, n_ctx=131072, threads=2)
+        r = one(rows, kernel="kvq_decode", dtype=dtype, n_ctx=131072, threads=2)
         name = f"{dtype} decode at n = 131072, 2 threads{what}" + (
             f": >= {want}x faster than f16" if want else "")
         if r is None or f16 is None:
@@ -314,7 +318,7 @@ def recurrent(rows, t):
                   frac >= 0.4)
     ratio_target(rows, t, "gated delta rule chunked >= 4x the recurrent form", "delta_chunked",
                  "delta_recurrent", 4.0)
-    aff = pick(rows, kernel="affine_scan", n_ctx=4194304, threads=2)
+    aff = pick(rows, kernel="scan_affine", n_ctx=4194304, threads=2)
     best = max(aff, key=lambda r: f(r, "roofline_frac"), default=None)
     t.add("affine scan T = 2^22, width 16, 2 threads: >= 70 % of triad",
           "-" if best is None else f"{f(best, 'gbps'):.1f} GB/s = {100 * f(best, 'roofline_frac'):.0f} % "

@@ -41,7 +41,7 @@ GQA="--heads 32 --kv-heads 8 --head-dim 128"
 # (gemv_rowdot over n x 1024 floats), the bandwidth a read-only kernel can reach
 sweep decode --kernel attn_decode,gemv_rowdot --dtype f32,f16 --ctx 32768,131072 --d-inner 1024 \
     --threads 1,2 --reps 9 $GQA
-sweep decode_q --kernel attn_decode,attn_decode_q \
+sweep decode_q --kernel attn_decode,kvq_decode \
     --dtype f16,int8,int4,kivi4,kivi2,kivi4g64,kivi2g64 \
     --ctx 131072 --threads 2 --reps 9 $GQA
 sweep prefill --kernel attn_prefill --ctx 4096 --threads 1,2 --reps 3 $GQA
@@ -60,7 +60,7 @@ sweep linear --kernel linear_chunked --ctx 8192 --heads 32 --head-dim 128 \
     --chunk 32,64,128,256 --threads 1,2 --reps 3
 sweep delta --kernel delta_chunked,delta_recurrent --ctx 4096 --heads 32 --head-dim 128 \
     --chunk 16,32,64 --threads 1,2 --reps 3
-sweep affine --kernel affine_scan --ctx 4194304 --d-inner 16 --chunk 4096,16384,65536 \
+sweep affine --kernel scan_affine --ctx 4194304 --d-inner 16 --chunk 4096,16384,65536 \
     --threads 1,2 --reps 9
 sweep steps --kernel mamba1_step --d-inner 8192 --d-state 16 --threads 1,2 --reps 9
 sweep steps --kernel ssd_step --d-inner 2048 --d-state 128 --threads 1,2 --reps 9

@@ -4,10 +4,8 @@
  * Tolerance (see docs/kernels.md, "Attention"): |fast - ref| <= ATOL + RTOL |ref| with
  * float32 accumulation of d-term dot products and a SLEEF exp within 1 ulp; f16/bf16
  * caches are compared with the oracle run on the same rounded values. */
-#include "../kernels/attention/attention.h"
-#include "../kernels/window/window.h"
-#include "lm_ops.h"
 
+#include "longmix.h"
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -141,13 +139,13 @@ Test(attention, sparse_kinds_skip_empty_tiles)
     float *q = calloc(n * d, sizeof *q), *o = malloc(n * d * sizeof *o);
     lm_attn_prefill_args a = {q, q, q, o, n, 1, 1, d, {LM_ATTN_MASK_WINDOW, 64, 0, 0}, 0.25f};
     lm_attn_counts counts;
-    cr_assert_eq(lm_attn_prefill(&a, NULL, &counts, NULL), LM_OK);
+    cr_assert_eq(lm_attn_prefill(&a, lm_ops_active(), &counts, NULL), LM_OK);
     /* a 64-window reaches at most 3 key tiles of 32 behind a 64-row query tile, plus up to
      * 2 on the diagonal: 16 query tiles x at most 5 */
     cr_assert_leq(counts.tiles_computed, 16 * 5);
     cr_assert_lt(counts.tiles_computed, counts.tiles_total);
     a.mask = (lm_attn_mask){LM_ATTN_MASK_CAUSAL, 0, 0, 0};
-    cr_assert_eq(lm_attn_prefill(&a, NULL, &counts, NULL), LM_OK);
+    cr_assert_eq(lm_attn_prefill(&a, lm_ops_active(), &counts, NULL), LM_OK);
     cr_assert_eq(counts.tiles_computed, counts.tiles_total);
     /* strided 300 and window + 2 global: the kernel computes exactly the tiles that hold an
      * allowed pair (brute force), and scores rows x columns of each */
@@ -167,7 +165,7 @@ Test(attention, sparse_kinds_skip_empty_tiles)
                 pairs += any ? (i1 - i0) * (j1 - j0) : 0;
             }
         a.mask = sparse[mi];
-        cr_assert_eq(lm_attn_prefill(&a, NULL, &counts, NULL), LM_OK);
+        cr_assert_eq(lm_attn_prefill(&a, lm_ops_active(), &counts, NULL), LM_OK);
         cr_log_info("sparse mask %zu: %llu of %llu tiles", mi,
                     (unsigned long long)counts.tiles_computed,
                     (unsigned long long)counts.tiles_total);
@@ -276,9 +274,9 @@ Test(attention, bad_input_gets_a_status)
     float x[4 * 16] = {0}, o[4 * 16];
     x[5] = NAN;
     lm_attn_prefill_args a = {x, x, x, o, 4, 1, 1, 16, causal, 0.25f};
-    cr_assert_eq(lm_attn_prefill(&a, NULL, NULL, &err), LM_ERR_NONFINITE);
+    cr_assert_eq(lm_attn_prefill(&a, lm_ops_active(), NULL, &err), LM_ERR_NONFINITE);
     a.n = 0;
-    cr_assert_eq(lm_attn_prefill(&a, NULL, NULL, &err), LM_ERR_SHAPE);
+    cr_assert_eq(lm_attn_prefill(&a, lm_ops_active(), NULL, &err), LM_ERR_SHAPE);
     double xd[4 * 16] = {0}, od[4 * 16];
     xd[7] = (double)INFINITY;
     cr_assert_eq(lm_attn_prefill_f64_ref(xd, xd, xd, od, 4, 1, 1, 16, &causal, &err),
@@ -294,12 +292,12 @@ Test(attention, bad_input_gets_a_status)
     float qq[2 * 2 * 16] = {0}, kk[2 * 4 * 16] = {0}, oo[2 * 2 * 16];
     qq[3] = NAN;
     lm_attn_decode_args da = {qq, kk, kk, lengths, oo, 2, 2, 1, 16, 4, LM_KV_F32};
-    cr_assert_eq(lm_attn_decode(&da, NULL, &err), LM_ERR_NONFINITE);
+    cr_assert_eq(lm_attn_decode(&da, lm_ops_active(), &err), LM_ERR_NONFINITE);
     qq[3] = 0.0f;
     da.dtype = (lm_kv_dtype)9;
-    cr_assert_eq(lm_attn_decode(&da, NULL, &err), LM_ERR_ARG);
+    cr_assert_eq(lm_attn_decode(&da, lm_ops_active(), &err), LM_ERR_ARG);
     da.dtype = LM_KV_F32;
-    cr_assert_eq(lm_attn_decode(&da, NULL, &err), LM_OK, "%s", err.message);
+    cr_assert_eq(lm_attn_decode(&da, lm_ops_active(), &err), LM_OK, "%s", err.message);
     lm_kv_dtype dt;
     cr_assert_eq(lm_kv_dtype_parse("f8", &dt, &err), LM_ERR_ARG);
     cr_assert_eq(lm_kv_dtype_parse("bf16", &dt, &err), LM_OK);
@@ -371,7 +369,7 @@ Test(attention, rolling_window_decode_equals_masked_prefill)
                          LM_OK, "%s", err.message);
             const size_t bytes = lm_window_cache_bytes(&cache);
             cr_assert_eq(bytes, 2 * kv_heads * w * d * lm_kv_dtype_size((lm_kv_dtype)dt));
-            cr_assert_eq(lm_window_decode(&cache, q, heads, o, NULL, &err), LM_ERR_SHAPE);
+            cr_assert_eq(lm_window_decode(&cache, q, heads, o, lm_ops_active(), &err), LM_ERR_SHAPE);
             double worst = 0.0, max_abs = 0.0;
             for (size_t t = 0; t < n; t++) {
                 cr_assert_eq(lm_window_cache_append(&cache, k + t * kv_heads * d,

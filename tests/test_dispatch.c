@@ -1,7 +1,6 @@
 /* The dispatch table: every path this machine runs agrees with the float64 oracle. */
-#include "lm_ops.h"
-#include "../kernels/gemv/gemv.h"
 
+#include "longmix.h"
 #include <criterion/criterion.h>
 #include <math.h>
 
@@ -12,7 +11,7 @@ Test(dispatch, every_resolved_field_is_set)
         if (ops == NULL)
             continue;
         cr_assert_eq(ops->isa, (lm_isa)isa);
-        cr_assert_not_null(ops->rowdot_f32, "isa %s", lm_isa_name((lm_isa)isa));
+        cr_assert_not_null(ops->gemv_rowdot_f32, "isa %s", lm_isa_name((lm_isa)isa));
     }
 }
 
@@ -43,7 +42,7 @@ Test(dispatch, rowdot_matches_reference_on_every_available_path)
     for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
         if (!lm_isa_available((lm_isa)isa))
             continue;
-        lm_ops_for((lm_isa)isa)->rowdot_f32(xf, wf, yf, n, d);
+        lm_ops_for((lm_isa)isa)->gemv_rowdot_f32(xf, wf, yf, n, d);
         for (int i = 0; i < n; i++)
             cr_assert_float_eq((double)yf[i], yd[i], 1e-5, "isa %s row %d",
                                lm_isa_name((lm_isa)isa), i);

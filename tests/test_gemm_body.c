@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../kernels/ssm/simd_scalar.h"
+#include "../kernels/simd/scalar.h"
 #include "../kernels/linear/gemm_body.h"
 
 /* deterministic values in [-1, 1) */

@@ -2,10 +2,8 @@
  * of scales), decode on the codes equals its float64 oracle (lm_kvq_decode_f64_ref: the
  * decode's int8 query against the codes) on every path and kernel, and bad input gets a
  * status. */
-#include "../kernels/attention/attention.h"
-#include "../kernels/kvquant/kvquant.h"
-#include "lm_ops.h"
 
+#include "longmix.h"
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -124,30 +122,16 @@ typedef struct decode_shape {
     size_t n, heads, kv_heads, d, recent;
 } decode_shape;
 
-/* Every kernel this host runs: each path of the table, plus the avx512 float kernel that
- * the avx512 entry replaces by the VNNI kernel when the CPU has VNNI. */
-enum { KERNEL_SLOTS = LM_ISA_COUNT + 1 };
+/* Every kernel this host runs: each path of the table (avx512vnni holds the VNNI kernel,
+ * avx512 the float one). */
+enum { KERNEL_SLOTS = LM_ISA_COUNT };
 static bool kernel_ops(int slot, lm_ops *ops, const char **name)
 {
-    if (slot < LM_ISA_COUNT) {
-        if (!lm_isa_available((lm_isa)slot))
-            return false;
-        *ops = *lm_ops_for((lm_isa)slot);
-        *name = lm_isa_name((lm_isa)slot);
-        if (slot == LM_ISA_AVX512 && lm_cpu()->avx512_vnni)
-            *name = "avx512 (vnni)";
-        return true;
-    }
-#if defined(__x86_64__)
-    if (!lm_isa_available(LM_ISA_AVX512))
+    if (!lm_isa_available((lm_isa)slot))
         return false;
-    *ops = *lm_ops_for(LM_ISA_AVX512);
-    ops->kvq_decode = lm_kvq_decode_avx512f32;
-    *name = "avx512 (float)";
+    *ops = *lm_ops_for((lm_isa)slot);
+    *name = lm_isa_name((lm_isa)slot);
     return true;
-#else
-    return false;
-#endif
 }
 
 Test(kvquant, decode_on_codes_matches_the_code_oracle_on_every_path)
@@ -184,7 +168,7 @@ Test(kvquant, decode_on_codes_matches_the_code_oracle_on_every_path)
                 cr_assert_eq(lm_kvq_decode(&f.cache, q, sh->heads, o, &ops, &err), LM_OK, "%s",
                              err.message);
                 /* the VNNI kernel rounds the block weights to 16 bits: its bound adds */
-                const bool vnni = slot == LM_ISA_AVX512 && lm_cpu()->avx512_vnni && d % 16 == 0;
+                const bool vnni = slot == LM_ISA_AVX512VNNI && d % 16 == 0;
                 double max_abs, worst = violation(o, od, vnni ? wb : NULL, sh->heads * d, &max_abs);
                 cr_log_info("kvq decode %s isa=%s n=%zu H=%zu Hkv=%zu d=%zu max|err|=%.2e",
                             format_names[fmt], name, n, sh->heads, sh->kv_heads, d, max_abs);
@@ -221,8 +205,8 @@ Test(kvquant, output_error_against_the_float_cache_is_reported)
                 }
         size_t length = n;
         lm_attn_decode_args a = {q, kc, vc, &length, o32, 1, heads, kv_heads, d, n, LM_KV_F32};
-        cr_assert_eq(lm_attn_decode(&a, NULL, NULL), LM_OK);
-        cr_assert_eq(lm_kvq_decode(&f.cache, q, heads, o, NULL, NULL), LM_OK);
+        cr_assert_eq(lm_attn_decode(&a, lm_ops_active(), NULL), LM_OK);
+        cr_assert_eq(lm_kvq_decode(&f.cache, q, heads, o, lm_ops_active(), NULL), LM_OK);
         double num = 0.0, den = 0.0;
         for (size_t i = 0; i < heads * d; i++) {
             num += ((double)o[i] - (double)o32[i]) * ((double)o[i] - (double)o32[i]);
@@ -251,16 +235,16 @@ Test(kvquant, bad_input_gets_a_status)
     cr_assert(strstr(err.message, "(64)") != NULL, "%s", err.message);
     cr_assert_eq(lm_kvq_cache_init(&c, LM_KVQ_INT4, 1, 16, 2, 0, &err), LM_OK);
     float q[48] = {0}, o[48], k[16] = {0};
-    cr_assert_eq(lm_kvq_decode(&c, q, 1, o, NULL, &err), LM_ERR_SHAPE, "n = 0");
+    cr_assert_eq(lm_kvq_decode(&c, q, 1, o, lm_ops_active(), &err), LM_ERR_SHAPE, "n = 0");
     k[3] = NAN;
     cr_assert_eq(lm_kvq_cache_append(&c, k, k, &err), LM_ERR_NONFINITE);
     k[3] = 1.0f;
     cr_assert_eq(lm_kvq_cache_append(&c, k, k, &err), LM_OK);
     cr_assert_eq(lm_kvq_cache_append(&c, k, k, &err), LM_OK);
     cr_assert_eq(lm_kvq_cache_append(&c, k, k, &err), LM_ERR_SHAPE, "full");
-    cr_assert_eq(lm_kvq_decode(&c, q, 3, o, NULL, &err), LM_OK);
+    cr_assert_eq(lm_kvq_decode(&c, q, 3, o, lm_ops_active(), &err), LM_OK);
     q[0] = NAN;
-    cr_assert_eq(lm_kvq_decode(&c, q, 1, o, NULL, &err), LM_ERR_NONFINITE);
+    cr_assert_eq(lm_kvq_decode(&c, q, 1, o, lm_ops_active(), &err), LM_ERR_NONFINITE);
     lm_kvq_cache_free(&c);
     lm_kvq_format fmt;
     cr_assert_eq(lm_kvq_format_parse("kivi2", &fmt, &err), LM_OK);

@@ -1,9 +1,8 @@
 /* Multi-head latent attention (DeepSeek-V2 geometry with the decoupled rotary key): the
  * absorbed and expanded fast paths against the float64 oracle, decode and prefill, on every
  * path this machine runs. */
-#include "../kernels/latent/latent.h"
-#include "lm_ops.h"
 
+#include "longmix.h"
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -102,10 +101,10 @@ Test(latent, bad_shapes_get_a_status)
     cr_assert_eq(lm_mla_check(&s, &err), LM_ERR_SHAPE);
     s.heads = 1;
     float q[24] = {0}, ckv[48] = {0}, w[256] = {0}, o[8];
-    cr_assert_eq(lm_mla_attend_absorbed(&s, q, ckv, w, w, 1, 0, false, o, NULL, &err), LM_ERR_SHAPE);
-    cr_assert_eq(lm_mla_attend_expanded(&s, q, ckv, w, w, 2, 1, true, o, NULL, &err), LM_ERR_SHAPE);
+    cr_assert_eq(lm_mla_attend_absorbed(&s, q, ckv, w, w, 1, 0, false, o, lm_ops_active(), &err), LM_ERR_SHAPE);
+    cr_assert_eq(lm_mla_attend_expanded(&s, q, ckv, w, w, 2, 1, true, o, lm_ops_active(), &err), LM_ERR_SHAPE);
     q[1] = NAN;
-    cr_assert_eq(lm_mla_attend_absorbed(&s, q, ckv, w, w, 1, 1, false, o, NULL, &err),
+    cr_assert_eq(lm_mla_attend_absorbed(&s, q, ckv, w, w, 1, 1, false, o, lm_ops_active(), &err),
                  LM_ERR_NONFINITE);
     cr_assert_eq(lm_mla_bytes_per_token(&(lm_mla_shape){128, 512, 64, 128, 128}, true), 2304.0);
     cr_assert_eq(lm_mla_bytes_per_token(&(lm_mla_shape){128, 512, 64, 128, 128}, false),

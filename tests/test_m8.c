@@ -1,13 +1,9 @@
 /* The M8 float64 references against the seed's contract (expected values are read from
  * contracts/m8.json at test time), the notebook's invariants and its negative cases, and the
  * checker lm_verify_m8 itself. */
+#include "longmix.h"
 #include "../harness/contract.h"
 #include "../harness/jsonx.h"
-#include "../kernels/arith/arith.h"
-#include "../kernels/delta/delta.h"
-#include "../kernels/linear/linear.h"
-#include "../kernels/scan/scan.h"
-#include "../kernels/ssm/ssm.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

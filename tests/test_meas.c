@@ -306,6 +306,9 @@ Test(meas, every_registered_case_passes_its_check_at_a_tiny_size)
     }
     cr_assert_not_null(lm_bench_find("gemv_rowdot"));
     cr_assert_null(lm_bench_find("no_such_kernel"));
+    /* old sweep names are aliases of the kernel words */
+    cr_assert_eq(lm_bench_find("attn_decode_q"), lm_bench_find("kvq_decode"));
+    cr_assert_eq(lm_bench_find("affine_scan"), lm_bench_find("scan_affine"));
 }
 
 /* A "kernel" that returns garbage must become a failed measurement, not a fast one. */
@@ -319,14 +322,17 @@ static lm_status garbage_setup(const lm_bench_config *c, void **state, lm_error 
     *state = calloc(1, sizeof(garbage_state));
     return LM_OK;
 }
-static lm_status garbage_run(void *state, lm_error *err)
+static lm_status garbage_run(void *state, const lm_ops *ops, lm_error *err)
 {
+    (void)ops;
     (void)err;
     ((garbage_state *)state)->y[2] = NAN;
     return LM_OK;
 }
-static lm_status garbage_check(void *state, double *checksum, double *err_max, lm_error *err)
+static lm_status garbage_check(void *state, const lm_ops *ops, double *checksum, double *err_max,
+                          lm_error *err)
 {
+    (void)ops;
     *checksum = lm_bench_sum_f32(((garbage_state *)state)->y, 4);
     *err_max = -1.0;
     return isfinite(*checksum) ? LM_OK : lm_fail(err, LM_ERR_NUMERIC, "non-finite output");
@@ -366,8 +372,9 @@ static lm_status order_setup(const lm_bench_config *c, void **state, lm_error *e
     *state = &the_log;
     return LM_OK;
 }
-static lm_status order_run(void *state, lm_error *err)
+static lm_status order_run(void *state, const lm_ops *ops, lm_error *err)
 {
+    (void)ops;
     (void)err;
     order_log *log = state;
     if (log->runs < 16)
@@ -380,15 +387,17 @@ static lm_status order_run(void *state, lm_error *err)
     return LM_OK;
 }
 /* a second case: logs 100 + the team size */
-static lm_status order_run_other(void *state, lm_error *err)
+static lm_status order_run_other(void *state, const lm_ops *ops, lm_error *err)
 {
     order_log *log = state;
-    lm_status s = order_run(state, err);
+    lm_status s = order_run(state, ops, err);
     log->threads[log->runs - 1] += 100;
     return s;
 }
-static lm_status order_check(void *state, double *checksum, double *err_max, lm_error *err)
+static lm_status order_check(void *state, const lm_ops *ops, double *checksum, double *err_max,
+                          lm_error *err)
 {
+    (void)ops;
     (void)state, (void)err;
     *checksum = 1.0;
     *err_max = 0.0;

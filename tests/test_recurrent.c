@@ -1,12 +1,7 @@
 /* Recurrent-family kernels (suite "recurrent"): every fast path this machine runs against
  * the float64 oracle, chunked forms against recurrent ones, and the bad-input contract. */
-#include "lm_ops.h"
-#include "../kernels/ssm/ssm.h"
-#include "../kernels/conv/conv.h"
-#include "../kernels/scan/scan.h"
-#include "../kernels/linear/linear.h"
-#include "../kernels/delta/delta.h"
 
+#include "longmix.h"
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -119,8 +114,7 @@ static void run_mamba1_case(const mamba1_case *c, uint64_t seed)
                                 a.f, b.f, cc.f, c->skip ? skip.f : NULL,
                                 c->gate ? z.f : NULL, c->h0 ? h0.f : NULL, y.f, hf.f,
                                 c->exact};
-        cr_assert_eq(lm_ssm_mamba1_scan_f32_with(lm_ops_for((lm_isa)isa)->mamba1_scan_f32,
-                                                 &pf, &err),
+        cr_assert_eq(lm_ssm_mamba1_scan_f32(&pf, lm_ops_for((lm_isa)isa), &err),
                      LM_OK, "%s", err.message);
         double ry = worst_ratio_f32(y.f, y.d, y.n, MAMBA1_RTOL, MAMBA1_ATOL);
         double rh = worst_ratio_f32(hf.f, hf.d, hf.n, MAMBA1_RTOL, MAMBA1_ATOL);
@@ -181,10 +175,10 @@ Test(recurrent, mamba1_decode_equals_scan)
     for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
         if (!lm_isa_available((lm_isa)isa))
             continue;
-        lm_ssm_mamba1_scan_f32_fn k = lm_ops_for((lm_isa)isa)->mamba1_scan_f32;
+        const lm_ops *k = lm_ops_for((lm_isa)isa);
         lm_ssm_mamba1_f32 full = {B, L, D, N, x.f, dr.f, NULL, a.f, b.f, c.f, NULL, NULL,
                                   NULL, y.f, hf.f, true};
-        cr_assert_eq(lm_ssm_mamba1_scan_f32_with(k, &full, &err), LM_OK, "%s", err.message);
+        cr_assert_eq(lm_ssm_mamba1_scan_f32(&full, k, &err), LM_OK, "%s", err.message);
         /* Token by token: gather token t of every batch row, one decode step. */
         float *state = calloc(B * D * N, sizeof(float));
         float xt[B * D], drt[B * D], bt[B * N], ct[B * N], yt[B * D];
@@ -197,7 +191,7 @@ Test(recurrent, mamba1_decode_equals_scan)
             }
             lm_ssm_mamba1_f32 step = {B, 1, D, N, xt, drt, NULL, a.f, bt, ct, NULL, NULL,
                                       state, yt, state, true};
-            cr_assert_eq(lm_ssm_mamba1_decode_f32(k, &step, &err), LM_OK, "%s", err.message);
+            cr_assert_eq(lm_ssm_mamba1_decode_f32(&step, k, &err), LM_OK, "%s", err.message);
             for (size_t bi = 0; bi < B; bi++)
                 for (size_t d = 0; d < D; d++)
                     cr_assert_float_eq(yt[bi * D + d], y.f[(bi * L + t) * D + d], 1e-5,
@@ -231,17 +225,17 @@ Test(recurrent, mamba1_rejects_bad_input)
     float cf[2] = {1, 1}, yf[2];
     lm_ssm_mamba1_f32 q = {1, 1, 1, 2, xf, drf, NULL, af, bf, cf, NULL, NULL, NULL, yf, NULL,
                            false};
-    cr_assert_eq(lm_ssm_mamba1_scan_f32(&q, &err), LM_ERR_DOMAIN);
+    cr_assert_eq(lm_ssm_mamba1_scan_f32(&q, lm_ops_active(), &err), LM_ERR_DOMAIN);
     cr_assert(strstr(err.message, "a[0,1]") != NULL, "%s", err.message);
     af[1] = -0.25f;
     q.state = LM_SSM_MAX_STATE + 1;
-    cr_assert_eq(lm_ssm_mamba1_scan_f32(&q, &err), LM_ERR_SHAPE);
+    cr_assert_eq(lm_ssm_mamba1_scan_f32(&q, lm_ops_active(), &err), LM_ERR_SHAPE);
     q.state = 2;
     q.y = NULL;
-    cr_assert_eq(lm_ssm_mamba1_scan_f32(&q, &err), LM_ERR_SHAPE);
+    cr_assert_eq(lm_ssm_mamba1_scan_f32(&q, lm_ops_active(), &err), LM_ERR_SHAPE);
     q.y = yf;
-    cr_assert_eq(lm_ssm_mamba1_decode_f32(NULL, &q, &err), LM_ERR_ARG); /* no shared state */
-    cr_assert_eq(lm_ssm_mamba1_scan_f32(&q, &err), LM_OK);
+    cr_assert_eq(lm_ssm_mamba1_decode_f32(&q, lm_ops_active(), &err), LM_ERR_ARG); /* no shared state */
+    cr_assert_eq(lm_ssm_mamba1_scan_f32(&q, lm_ops_active(), &err), LM_OK);
 }
 
 Test(recurrent, mamba1_softplus_never_negative)
@@ -265,8 +259,7 @@ Test(recurrent, mamba1_softplus_never_negative)
         for (int exact = 0; exact < 2; exact++) {
             lm_ssm_mamba1_f32 p = {1, 1, D, N, x, dr, NULL, a, b, c, NULL, NULL, h, y, h,
                                    exact};
-            cr_assert_eq(lm_ssm_mamba1_decode_f32(lm_ops_for((lm_isa)isa)->mamba1_scan_f32,
-                                                  &p, NULL),
+            cr_assert_eq(lm_ssm_mamba1_decode_f32(&p, lm_ops_for((lm_isa)isa), NULL),
                          LM_OK);
             for (int i = 0; i < D * N; i++)
                 cr_assert_eq(h[i], 0.5f, "isa %s", lm_isa_name((lm_isa)isa));
@@ -298,10 +291,10 @@ Test(recurrent, conv_every_path_matches_oracle_and_splits)
             for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
                 if (!lm_isa_available((lm_isa)isa))
                     continue;
-                lm_conv_causal_f32_fn k = lm_ops_for((lm_isa)isa)->conv_causal_f32;
+                const lm_ops *k = lm_ops_for((lm_isa)isa);
                 lm_conv_causal_f32 pf = {B, L, D, K, x.f, w.f, bias.f, tail.f, y.f,
                                          tail_out.f, silu};
-                cr_assert_eq(lm_conv_causal_f32_with(k, &pf, &err), LM_OK, "%s", err.message);
+                cr_assert_eq(lm_conv_causal(&pf, k, &err), LM_OK, "%s", err.message);
                 /* K products of O(1) terms: a few float32 ulps */
                 cr_expect(worst_ratio_f32(y.f, y.d, y.n, 1e-5, 1e-5) <= 1.0,
                           "isa %s B=%zu L=%zu D=%zu K=%zu silu=%d", lm_isa_name((lm_isa)isa),
@@ -317,7 +310,7 @@ Test(recurrent, conv_every_path_matches_oracle_and_splits)
                         memcpy(xt + bi * D, x.f + (bi * L + t) * D, D * sizeof(float));
                     lm_conv_causal_f32 step = {B, 1, D, K, xt, w.f, bias.f, state, yt, state,
                                                silu};
-                    cr_assert_eq(lm_conv_causal_f32_with(k, &step, &err), LM_OK);
+                    cr_assert_eq(lm_conv_causal(&step, k, &err), LM_OK);
                     for (size_t bi = 0; bi < B; bi++)
                         for (size_t d = 0; d < D; d++)
                             cr_assert_eq(yt[bi * D + d], y.f[(bi * L + t) * D + d],
@@ -341,11 +334,11 @@ Test(recurrent, conv_rejects_bad_input)
     float x[4] = {0}, w[9 * 4] = {0}, y[4];
     lm_conv_causal_f32 p = {1, 4, 1, 9, x, w, NULL, NULL, y, NULL, false};
     lm_error err;
-    cr_assert_eq(lm_conv_causal_f32_with(NULL, &p, &err), LM_ERR_SHAPE);
+    cr_assert_eq(lm_conv_causal(&p, lm_ops_active(), &err), LM_ERR_SHAPE);
     cr_assert(strstr(err.message, "width") != NULL, "%s", err.message);
     p.width = 4;
     p.length = 0;
-    cr_assert_eq(lm_conv_causal_f32_with(NULL, &p, &err), LM_ERR_SHAPE);
+    cr_assert_eq(lm_conv_causal(&p, lm_ops_active(), &err), LM_ERR_SHAPE);
     double xd[2] = {1.0, (double)INFINITY}, wd[4] = {0}, yd[2];
     lm_conv_causal_f64 q = {1, 2, 1, 4, xd, wd, NULL, NULL, yd, NULL, false};
     cr_assert_eq(lm_conv_causal_f64_ref(&q, &err), LM_ERR_NONFINITE);
@@ -391,10 +384,8 @@ Test(recurrent, scan_affine_every_path_and_split_matches_oracle)
                 if (T / (splits[k][0] * splits[k][1]) > 12)
                     continue;
                 memset(h.f, 0, T * W * sizeof(float));
-                cr_assert_eq(lm_scan_affine_f32(ops->scan_affine_f32,
-                                                ops->scan_affine_reduce_f32, a.f, b.f, T, W,
-                                                h0.f, h.f, final_state, splits[k][0],
-                                                splits[k][1], &err),
+                cr_assert_eq(lm_scan_affine_f32(a.f, b.f, T, W, h0.f, h.f, final_state,
+                                                splits[k][0], splits[k][1], ops, &err),
                              LM_OK, "%s", err.message);
                 double worst = 0.0;
                 for (size_t i = 0; i < T * W; i++) { /* rtol 4 sqrt(T) u + 4 u of the scale */
@@ -430,7 +421,7 @@ Test(recurrent, scan_affine_three_phase_matches_parallel_references)
     pair b = pair_normal(&rng, T * W, 1.0), h0 = pair_normal(&rng, W, 1.0);
     pair h = pair_new(T * W);
     lm_error err;
-    cr_assert_eq(lm_scan_affine_f32(NULL, NULL, a.f, b.f, T, W, h0.f, h.f, NULL, 4, 3, &err),
+    cr_assert_eq(lm_scan_affine_f32(a.f, b.f, T, W, h0.f, h.f, NULL, 4, 3, lm_ops_active(), &err),
                  LM_OK, "%s", err.message);
     for (int method = 0; method < 2; method++) {
         cr_assert_eq(lm_scan_parallel_columns_f64_ref((lm_scan_method)method, a.d, b.d, T, W,
@@ -449,14 +440,14 @@ Test(recurrent, scan_affine_rejects_bad_input)
 {
     float a[4] = {1, 1, 1, 1}, b[4] = {1, 2, 3, 4}, h[4];
     lm_error err;
-    cr_assert_eq(lm_scan_affine_f32(NULL, NULL, a, b, 4, 1, NULL, h, NULL, 0, 1, &err),
+    cr_assert_eq(lm_scan_affine_f32(a, b, 4, 1, NULL, h, NULL, 0, 1, lm_ops_active(), &err),
                  LM_ERR_ARG);
     cr_assert(strstr(err.message, "chunk must be positive") != NULL, "%s", err.message);
-    cr_assert_eq(lm_scan_affine_f32(NULL, NULL, a, b, 0, 1, NULL, h, NULL, 4, 1, &err),
+    cr_assert_eq(lm_scan_affine_f32(a, b, 0, 1, NULL, h, NULL, 4, 1, lm_ops_active(), &err),
                  LM_ERR_SHAPE);
-    cr_assert_eq(lm_scan_affine_f32(NULL, NULL, a, b, 4, 1, NULL, NULL, NULL, 4, 1, &err),
+    cr_assert_eq(lm_scan_affine_f32(a, b, 4, 1, NULL, NULL, NULL, 4, 1, lm_ops_active(), &err),
                  LM_ERR_SHAPE);
-    cr_assert_eq(lm_scan_affine_f32(NULL, NULL, a, b, 4, 1, NULL, h, NULL, 1, 2, &err), LM_OK);
+    cr_assert_eq(lm_scan_affine_f32(a, b, 4, 1, NULL, h, NULL, 1, 2, lm_ops_active(), &err), LM_OK);
     for (int i = 0; i < 4; i++) /* a = 1: a running sum */
         cr_assert_eq(h[i], (float)((i + 1) * (i + 2) / 2));
 }
@@ -514,9 +505,7 @@ static void check_linear_case(const linear_case *c, uint64_t seed)
             lm_linear_f32 pf = {H, L, dk, dv, c->feature, c->normalize, c->gate, q.f, k.f, v.f,
                                 c->gate ? g.f : NULL, c->s0 ? s0.f : NULL,
                                 c->s0 ? z0.f : NULL, y.f, sf.f, zf.f, NULL};
-            cr_assert_eq(lm_linear_attention_f32(chunk ? ops->linear_chunked_f32
-                                                       : ops->linear_recurrent_f32,
-                                                 chunk != 0, &pf, chunk, &err),
+            cr_assert_eq(lm_linear_attention_f32(&pf, chunk != 0, chunk, ops, &err),
                          LM_OK, "%s", err.message);
             const double ey = max_err(&y), es = max_err(&sf);
             cr_expect(ey <= tol_y && es <= tol_s,
@@ -584,16 +573,16 @@ Test(recurrent, linear_rejects_bad_input)
     lm_linear_f32 p = {1, 2, 2, 2, LM_LINEAR_IDENTITY, false, LM_LINEAR_GATE_SCALAR, q, k, v,
                        g, NULL, NULL, y, NULL, NULL, NULL};
     lm_error err;
-    cr_assert_eq(lm_linear_attention_f32(NULL, true, &p, 4, &err), LM_ERR_DOMAIN);
+    cr_assert_eq(lm_linear_attention_f32(&p, true, 4, lm_ops_active(), &err), LM_ERR_DOMAIN);
     cr_assert(strstr(err.message, "gate must lie in (0, 1]") != NULL, "%s", err.message);
     g[1] = 1.0f;
-    cr_assert_eq(lm_linear_attention_f32(NULL, true, &p, 0, &err), LM_ERR_ARG);
+    cr_assert_eq(lm_linear_attention_f32(&p, true, 0, lm_ops_active(), &err), LM_ERR_ARG);
     cr_assert(strstr(err.message, "chunk must be positive") != NULL, "%s", err.message);
     p.normalize = true;
-    cr_assert_eq(lm_linear_attention_f32(NULL, false, &p, 0, &err), LM_ERR_ARG);
+    cr_assert_eq(lm_linear_attention_f32(&p, false, 0, lm_ops_active(), &err), LM_ERR_ARG);
     p.normalize = false;
     p.length = 0;
-    cr_assert_eq(lm_linear_attention_f32(NULL, false, &p, 0, &err), LM_ERR_SHAPE);
+    cr_assert_eq(lm_linear_attention_f32(&p, false, 0, lm_ops_active(), &err), LM_ERR_SHAPE);
 }
 
 /* ---- Mamba-2 SSD ---------------------------------------------------------------------------- */
@@ -642,9 +631,7 @@ static void check_ssd_case(const ssd_case *c, uint64_t seed)
             lm_ssm_ssd_f32 pf = {B, L, H, P, G, N, x.f, dt.f, c->extras ? bias.f : NULL, a.f,
                                  b.f, cc.f, c->extras ? skip.f : NULL,
                                  c->extras ? h0.f : NULL, y.f, hf.f};
-            cr_assert_eq(lm_ssm_ssd_scan_f32(chunk ? ops->linear_chunked_f32
-                                                   : ops->linear_recurrent_f32,
-                                             chunk != 0, &pf, chunk, &err),
+            cr_assert_eq(lm_ssm_ssd_scan_f32(&pf, chunk != 0, chunk, ops, &err),
                          LM_OK, "%s", err.message);
             const double ey = max_err(&y), eh = max_err(&hf);
             cr_expect(ey <= tol_y && eh <= tol_h,
@@ -661,7 +648,7 @@ static void check_ssd_case(const ssd_case *c, uint64_t seed)
     for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
         if (!lm_isa_available((lm_isa)isa))
             continue;
-        const lm_ssd_step_f32_fn step_kernel = lm_ops_for((lm_isa)isa)->ssd_step_f32;
+        const lm_ops *step_kernel = lm_ops_for((lm_isa)isa);
         if (c->extras)
             memcpy(state, h0.f, B * H * P * N * sizeof(float));
         else
@@ -675,7 +662,7 @@ static void check_ssd_case(const ssd_case *c, uint64_t seed)
             }
             lm_ssm_ssd_f32 step = {B, 1, H, P, G, N, xt, dtt, c->extras ? bias.f : NULL, a.f, bt,
                                    ct, c->extras ? skip.f : NULL, state, yt, state};
-            cr_assert_eq(lm_ssm_ssd_decode_f32_with(step_kernel, &step, &err), LM_OK, "%s",
+            cr_assert_eq(lm_ssm_ssd_decode_f32(&step, step_kernel, &err), LM_OK, "%s",
                          err.message);
             for (size_t bi = 0; bi < B; bi++)
                 for (size_t i = 0; i < H * P; i++)
@@ -709,21 +696,21 @@ Test(recurrent, ssd_rejects_bad_input)
     float x[4] = {0}, dt[2] = {0}, a[2] = {-1.0f, 0.5f}, b[4] = {0}, c[4] = {0}, y[4];
     lm_ssm_ssd_f32 p = {1, 1, 2, 2, 1, 2, x, dt, NULL, a, b, c, NULL, NULL, y, NULL};
     lm_error err;
-    cr_assert_eq(lm_ssm_ssd_scan_f32(NULL, true, &p, 4, &err), LM_ERR_DOMAIN);
+    cr_assert_eq(lm_ssm_ssd_scan_f32(&p, true, 4, lm_ops_active(), &err), LM_ERR_DOMAIN);
     cr_assert(strstr(err.message, "a must be non-positive") != NULL, "%s", err.message);
     a[1] = -0.5f;
-    cr_assert_eq(lm_ssm_ssd_scan_f32(NULL, true, &p, 0, &err), LM_ERR_ARG);
+    cr_assert_eq(lm_ssm_ssd_scan_f32(&p, true, 0, lm_ops_active(), &err), LM_ERR_ARG);
     p.groups = 3;
-    cr_assert_eq(lm_ssm_ssd_scan_f32(NULL, false, &p, 0, &err), LM_ERR_SHAPE);
+    cr_assert_eq(lm_ssm_ssd_scan_f32(&p, false, 0, lm_ops_active(), &err), LM_ERR_SHAPE);
     p.groups = 1;
-    cr_assert_eq(lm_ssm_ssd_decode_f32(&p, &err), LM_ERR_ARG);
+    cr_assert_eq(lm_ssm_ssd_decode_f32(&p, lm_ops_active(), &err), LM_ERR_ARG);
     float h[8] = {0}; /* {B, H, P, N} = {1, 2, 2, 2} */
     p.h0 = p.h_final = h;
-    cr_assert_eq(lm_ssm_ssd_decode_f32_with(NULL, &p, &err), LM_ERR_ARG);
-    cr_assert(strstr(err.message, "kernel must not be NULL") != NULL, "%s", err.message);
-    cr_assert_eq(lm_ssm_ssd_decode_f32(&p, &err), LM_OK, "%s", err.message);
+    cr_assert_eq(lm_ssm_ssd_decode_f32(&p, NULL, &err), LM_ERR_ARG);
+    cr_assert(strstr(err.message, "ops must be a dispatch table") != NULL, "%s", err.message);
+    cr_assert_eq(lm_ssm_ssd_decode_f32(&p, lm_ops_active(), &err), LM_OK, "%s", err.message);
     p.h0 = p.h_final = NULL;
-    cr_assert_eq(lm_ssm_ssd_scan_f32(NULL, false, &p, 0, &err), LM_OK);
+    cr_assert_eq(lm_ssm_ssd_scan_f32(&p, false, 0, lm_ops_active(), &err), LM_OK);
 }
 
 /* ---- delta rule and gated delta rule -------------------------------------------------------- */
@@ -769,9 +756,7 @@ static void check_delta_case(const delta_case *c, uint64_t seed)
             const size_t chunk = chunks[ci];
             lm_delta_seq_f32 pf = {H, L, dk, dv, q.f, k.f, v.f, beta.f, c->gated ? g.f : NULL,
                                    c->s0 ? s0.f : NULL, y.f, sf.f};
-            cr_assert_eq(lm_delta_rule_f32(chunk ? ops->delta_chunked_f32
-                                                 : ops->delta_recurrent_f32,
-                                           chunk != 0, &pf, chunk, &err),
+            cr_assert_eq(lm_delta_rule_f32(&pf, chunk != 0, chunk, ops, &err),
                          LM_OK, "%s", err.message);
             const double ey = max_err(&y), es = max_err(&sf);
             cr_expect(ey <= tol_y && es <= tol_s,
@@ -838,9 +823,7 @@ Test(recurrent, delta_extreme_keys_and_strong_decay_match_oracle)
         for (size_t ci = 0; ci < sizeof chunks / sizeof chunks[0]; ci++) {
             const size_t chunk = chunks[ci];
             lm_delta_seq_f32 pf = {H, L, dk, dv, q.f, k.f, v.f, beta.f, g.f, s0.f, y.f, sf.f};
-            cr_assert_eq(lm_delta_rule_f32(chunk ? ops->delta_chunked_f32
-                                                 : ops->delta_recurrent_f32,
-                                           chunk != 0, &pf, chunk, &err),
+            cr_assert_eq(lm_delta_rule_f32(&pf, chunk != 0, chunk, ops, &err),
                          LM_OK, "%s", err.message);
             const double ey = max_err(&y), es = max_err(&sf);
             cr_expect(ey <= tol_y && es <= tol_s,
@@ -851,7 +834,7 @@ Test(recurrent, delta_extreme_keys_and_strong_decay_match_oracle)
     /* a NaN in a key is rejected like a zero key */
     k.f[5 * dk + 3] = NAN;
     lm_delta_seq_f32 pf = {H, L, dk, dv, q.f, k.f, v.f, beta.f, g.f, s0.f, y.f, sf.f};
-    cr_assert_eq(lm_delta_rule_f32(NULL, true, &pf, 16, &err), LM_ERR_DOMAIN);
+    cr_assert_eq(lm_delta_rule_f32(&pf, true, 16, lm_ops_active(), &err), LM_ERR_DOMAIN);
     cr_assert(strstr(err.message, "k must have non-zero (finite) norm: head 0, token 5") != NULL,
               "%s", err.message);
     pair *all[] = {&q, &k, &v, &beta, &g, &s0, &y, &sf};
@@ -882,16 +865,16 @@ Test(recurrent, delta_rejects_bad_input)
     float beta[2] = {0.5f, 0.5f}, g[2] = {0.9f, 0.9f}, y[4];
     lm_delta_seq_f32 p = {1, 2, 2, 2, q, k, v, beta, g, NULL, y, NULL};
     lm_error err;
-    cr_assert_eq(lm_delta_rule_f32(NULL, true, &p, 2, &err), LM_ERR_DOMAIN);
+    cr_assert_eq(lm_delta_rule_f32(&p, true, 2, lm_ops_active(), &err), LM_ERR_DOMAIN);
     cr_assert(strstr(err.message, "k must have non-zero") != NULL, "%s", err.message);
     k[3] = 1.0f;
-    cr_assert_eq(lm_delta_rule_f32(NULL, true, &p, 0, &err), LM_ERR_ARG);
+    cr_assert_eq(lm_delta_rule_f32(&p, true, 0, lm_ops_active(), &err), LM_ERR_ARG);
     cr_assert(strstr(err.message, "chunk must be positive") != NULL, "%s", err.message);
     beta[1] = 1.5f;
-    cr_assert_eq(lm_delta_rule_f32(NULL, false, &p, 0, &err), LM_ERR_ARG);
+    cr_assert_eq(lm_delta_rule_f32(&p, false, 0, lm_ops_active(), &err), LM_ERR_ARG);
     beta[1] = 1.0f;
     g[0] = 0.0f;
-    cr_assert_eq(lm_delta_rule_f32(NULL, false, &p, 0, &err), LM_ERR_DOMAIN);
+    cr_assert_eq(lm_delta_rule_f32(&p, false, 0, lm_ops_active(), &err), LM_ERR_DOMAIN);
     g[0] = 1.0f;
-    cr_assert_eq(lm_delta_rule_f32(NULL, true, &p, 1, &err), LM_OK);
+    cr_assert_eq(lm_delta_rule_f32(&p, true, 1, lm_ops_active(), &err), LM_OK);
 }

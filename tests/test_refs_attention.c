@@ -3,12 +3,6 @@
  * latent KV and quantized KV. Expected numbers come from contracts/primer.json; inputs are
  * the lesson's. Each reference's bad inputs are checked for status and message. */
 #include "longmix.h"
-#include "../kernels/attention/attention.h"
-#include "../kernels/kvquant/kvquant.h"
-#include "../kernels/latent/latent.h"
-#include "../kernels/linear/linear.h"
-#include "../kernels/sparse/sparse.h"
-#include "../kernels/window/window.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -3,10 +3,6 @@
  * Expected numbers come from contracts/primer.json; each reference's bad inputs are checked
  * for status and message. */
 #include "longmix.h"
-#include "../kernels/arith/arith.h"
-#include "../kernels/delta/delta.h"
-#include "../kernels/scan/scan.h"
-#include "../kernels/ssm/ssm.h"
 
 #include <math.h>
 #include <stdlib.h>

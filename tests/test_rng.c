@@ -3,7 +3,6 @@
  * seeding, the first raw words, random, uniform and standard_normal draws, the SHA-256
  * of 10^6 normals and of the mixed stream, and np.sum of the 10^6 normals. */
 #include "longmix.h"
-#include "lm_reduce.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>

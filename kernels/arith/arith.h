@@ -7,7 +7,7 @@
 #ifndef LONGMIX_ARITH_H
 #define LONGMIX_ARITH_H
 
-#include "longmix.h"
+#include "lm_core.h"
 
 /* ---- memory (kernels/arith/memory.c) ------------------------------------------------ */
 

@@ -9,7 +9,7 @@
 #ifndef LONGMIX_ATTENTION_H
 #define LONGMIX_ATTENTION_H
 
-#include "longmix.h"
+#include "lm_core.h"
 #include "lm_ops.h"
 
 #include <math.h>
@@ -224,10 +224,6 @@ size_t lm_attn_prefill_workspace_floats(size_t head_dim);
     void lm_attn_prefill_f32_##isa(const lm_attn_prefill_args *a, size_t head_begin,           \
                                    size_t head_end, size_t tile_begin, size_t tile_end,         \
                                    float *workspace, lm_attn_counts *counts)
-LM_ATTN_PREFILL_DECLARE(scalar);
-LM_ATTN_PREFILL_DECLARE(avx2);
-LM_ATTN_PREFILL_DECLARE(avx512);
-LM_ATTN_PREFILL_DECLARE(neon);
 
 /* Floats of workspace one decode kernel call needs for `group` query heads. */
 size_t lm_attn_decode_workspace_floats(size_t group);
@@ -241,18 +237,6 @@ size_t lm_attn_decode_workspace_floats(size_t group);
     void lm_attn_decode_##dtype##_##isa(const float *q, const void *k, const void *v,          \
                                         size_t n, size_t d, size_t group, float scale,          \
                                         float *m, float *l, float *acc, float *workspace)
-LM_ATTN_DECODE_DECLARE(f32, scalar);
-LM_ATTN_DECODE_DECLARE(f16, scalar);
-LM_ATTN_DECODE_DECLARE(bf16, scalar);
-LM_ATTN_DECODE_DECLARE(f32, avx2);
-LM_ATTN_DECODE_DECLARE(f16, avx2);
-LM_ATTN_DECODE_DECLARE(bf16, avx2);
-LM_ATTN_DECODE_DECLARE(f32, avx512);
-LM_ATTN_DECODE_DECLARE(f16, avx512);
-LM_ATTN_DECODE_DECLARE(bf16, avx512);
-LM_ATTN_DECODE_DECLARE(f32, neon);
-LM_ATTN_DECODE_DECLARE(f16, neon);
-LM_ATTN_DECODE_DECLARE(bf16, neon);
 
 /* ---- operator drivers (driver.c: validate, split with OpenMP, call the table) -------- */
 

@@ -3,6 +3,6 @@
 #error "kernels/attention/avx2.c needs -mavx2 -mfma -mf16c"
 #endif
 #include "attention.h"
-#include "simd_avx2.h"
+#include "../simd/avx2.h"
 
 #include "kernel_body.h"

@@ -4,7 +4,7 @@
 #error "kernels/attention/avx512.c needs -mavx512f -mavx512bw"
 #endif
 #include "attention.h"
-#include "simd_avx512.h"
+#include "../simd/avx512.h"
 /* decode: avx512_decode.c (16-lane score vectors, prefetch, BF16 dot products) */
 #define LM_ATTN_OWN_DECODE 1
 

@@ -69,18 +69,18 @@ size_t lm_attn_prefill_workspace_floats(size_t head_dim)
 
 size_t lm_attn_decode_workspace_floats(size_t group) { return group * LM_ATTN_DECODE_BLOCK; }
 
-/* The table to run: the caller's or the active one, scalar when head_dim is not a
- * multiple of 16 (the SIMD kernels step d by whole vectors). */
+/* The table to run: the caller's, scalar when head_dim is not a multiple of 16 (the SIMD
+ * kernels step d by whole vectors). */
 static const lm_ops *pick_ops(const lm_ops *ops, size_t head_dim)
 {
-    if (head_dim % 16 != 0)
-        return lm_ops_for(LM_ISA_SCALAR);
-    return ops != NULL ? ops : lm_ops_active();
+    return head_dim % 16 != 0 ? lm_ops_for(LM_ISA_SCALAR) : ops;
 }
 
 lm_status lm_attn_prefill(const lm_attn_prefill_args *a, const lm_ops *ops,
                           lm_attn_counts *counts, lm_error *err)
 {
+    if (lm_ops_check(ops, err) != LM_OK)
+        return LM_ERR_ARG;
     if (a == NULL)
         return lm_fail(err, LM_ERR_ARG, "prefill arguments must not be NULL");
     lm_status status =
@@ -182,7 +182,7 @@ typedef struct decode_task {
     size_t b, g, j0, j1;
 } decode_task;
 
-static lm_attn_decode_fn decode_kernel(const lm_ops *ops, lm_kv_dtype dtype)
+static lm_attn_decode_fn *decode_kernel(const lm_ops *ops, lm_kv_dtype dtype)
 {
     switch (dtype) {
     case LM_KV_F32: return ops->attn_decode_f32;
@@ -194,6 +194,8 @@ static lm_attn_decode_fn decode_kernel(const lm_ops *ops, lm_kv_dtype dtype)
 
 lm_status lm_attn_decode(const lm_attn_decode_args *a, const lm_ops *ops, lm_error *err)
 {
+    if (lm_ops_check(ops, err) != LM_OK)
+        return LM_ERR_ARG;
     if (a == NULL)
         return lm_fail(err, LM_ERR_ARG, "decode arguments must not be NULL");
     lm_status status = lm_attn_decode_check(a->batch, a->heads, a->kv_heads, a->head_dim,
@@ -207,7 +209,7 @@ lm_status lm_attn_decode(const lm_attn_decode_args *a, const lm_ops *ops, lm_err
     const size_t d = a->head_dim, group = a->heads / a->kv_heads;
     if (!all_finite_f32(a->q, a->batch * a->heads * d))
         return lm_fail(err, LM_ERR_NONFINITE, "q must contain only finite values");
-    const lm_attn_decode_fn kernel = decode_kernel(pick_ops(ops, d), a->dtype);
+    lm_attn_decode_fn *const kernel = decode_kernel(pick_ops(ops, d), a->dtype);
 
     /* chunk length: enough chunks for every thread, whole blocks, at least 8 blocks */
     size_t rows = 0;

@@ -2,15 +2,15 @@
  * (scalar.c, avx2.c, avx512.c, neon.c) defines the layer below, then includes this file,
  * which defines lm_attn_prefill_f32_<isa> and lm_attn_decode_{f32,f16,bf16}_<isa>.
  *
- * The layer, W lanes of float per vector `vf`:
+ * The layer, W lanes of float per vector `LM_V`:
  *   LM_ISA_SUFFIX         name suffix (scalar, avx2, ...)
- *   VW                    lanes
- *   V_ZERO() V_SET1(x) V_LOAD(p) V_STORE(p, x) V_BCAST(p)   (V_BCAST: all lanes = *p)
+ *   LM_W                    lanes
+ *   V_ZERO() V_SET1(x) V_LOADU(p) V_STOREU(p, x) V_BCAST(p)   (V_BCAST: all lanes = *p)
  *   V_FMA(a, b, c) = a * b + c      V_MUL V_ADD V_SUB V_MAX
  *   V_HSUM(x) V_HMAX(x)             lane sum / max as a float
  *   V_EXP(x)                        lane-wise e^x (e^-inf = 0)
- *   V_LOAD_F16(p) V_LOAD_BF16(p)    VW stored halves / bfloat16 widened to float
- *   V_LOAD_U8/U4/U2(row, c)         VW unsigned codes of a packed row from element c
+ *   V_LOAD_F16(p) V_LOAD_BF16(p)    LM_W stored halves / bfloat16 widened to float
+ *   V_LOAD_U8/U4/U2(row, c)         LM_W unsigned codes of a packed row from element c
  *   PF_RK PF_NV                     prefill scores: keys x query-vectors per micro-tile
  *   PV_R PV_CV                      prefill P V: query rows x d-vectors per micro-tile
  *   DEC_GB DEC_CV                   decode: query heads per pass, d-vectors per P V pass
@@ -20,6 +20,8 @@
 #ifndef LM_ISA_SUFFIX
 #error "define the SIMD mapping layer before including kernel_body.h"
 #endif
+
+#include "../simd/online_softmax.h"
 
 #include <float.h>
 
@@ -45,11 +47,11 @@ static inline size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
 
 enum { DEC_F32 = 0, DEC_F16 = 1, DEC_BF16 = 2, BKD = LM_ATTN_DECODE_BLOCK };
 
-/* VW stored elements of row `row` (of width d) at column c, widened to float. */
-LM_INLINE vf load_kv(const void *base, size_t row, size_t d, size_t c, int dtype)
+/* LM_W stored elements of row `row` (of width d) at column c, widened to float. */
+LM_INLINE LM_V load_kv(const void *base, size_t row, size_t d, size_t c, int dtype)
 {
     if (dtype == DEC_F32)
-        return V_LOAD((const float *)base + row * d + c);
+        return V_LOADU((const float *)base + row * d + c);
     if (dtype == DEC_F16)
         return V_LOAD_F16((const uint16_t *)base + row * d + c);
     return V_LOAD_BF16((const uint16_t *)base + row * d + c);
@@ -76,15 +78,15 @@ LM_INLINE void decode_scores(const float *restrict q, const void *k, const void 
     for (size_t jj = 0; jj < cnt; jj++) {
         if (g0 == 0)
             decode_prefetch(k, v, j0 + jj + DEC_PF_ROWS, d, dtype);
-        vf acc[DEC_GB];
+        LM_V acc[DEC_GB];
         LM_UNROLL
         for (int b = 0; b < gn; b++)
             acc[b] = V_ZERO();
-        for (size_t c = 0; c < d; c += VW) {
-            vf kv = load_kv(k, j0 + jj, d, c, dtype); /* the key row, read once per pass */
+        for (size_t c = 0; c < d; c += LM_W) {
+            LM_V kv = load_kv(k, j0 + jj, d, c, dtype); /* the key row, read once per pass */
             LM_UNROLL
             for (int b = 0; b < gn; b++)
-                acc[b] = V_FMA(V_LOAD(q + (g0 + (size_t)b) * d + c), kv, acc[b]);
+                acc[b] = V_FMA(V_LOADU(q + (g0 + (size_t)b) * d + c), kv, acc[b]);
         }
 #ifdef V_HSUM4
         if (gn == 4) {
@@ -106,20 +108,20 @@ LM_INLINE void decode_pv(const float *restrict p, const void *v, size_t j0, size
                          size_t d, size_t g0, int gn, size_t c0, int cv, float *restrict accs,
                          int dtype)
 {
-    vf acc[DEC_GB][DEC_CV];
+    LM_V acc[DEC_GB][DEC_CV];
     LM_UNROLL
     for (int b = 0; b < gn; b++)
         LM_UNROLL
         for (int e = 0; e < cv; e++)
-            acc[b][e] = V_LOAD(accs + (g0 + (size_t)b) * d + c0 + (size_t)e * VW);
+            acc[b][e] = V_LOADU(accs + (g0 + (size_t)b) * d + c0 + (size_t)e * LM_W);
     for (size_t jj = 0; jj < cnt; jj++) {
-        vf vv[DEC_CV];
+        LM_V vv[DEC_CV];
         LM_UNROLL
         for (int e = 0; e < cv; e++)
-            vv[e] = load_kv(v, j0 + jj, d, c0 + (size_t)e * VW, dtype);
+            vv[e] = load_kv(v, j0 + jj, d, c0 + (size_t)e * LM_W, dtype);
         LM_UNROLL
         for (int b = 0; b < gn; b++) {
-            vf w = V_BCAST(p + (g0 + (size_t)b) * BKD + jj);
+            LM_V w = V_BCAST(p + (g0 + (size_t)b) * BKD + jj);
             LM_UNROLL
             for (int e = 0; e < cv; e++)
                 acc[b][e] = V_FMA(w, vv[e], acc[b][e]);
@@ -129,7 +131,7 @@ LM_INLINE void decode_pv(const float *restrict p, const void *v, size_t j0, size
     for (int b = 0; b < gn; b++)
         LM_UNROLL
         for (int e = 0; e < cv; e++)
-            V_STORE(accs + (g0 + (size_t)b) * d + c0 + (size_t)e * VW, acc[b][e]);
+            V_STOREU(accs + (g0 + (size_t)b) * d + c0 + (size_t)e * LM_W, acc[b][e]);
 }
 
 LM_INLINE void decode_group_pass(const float *restrict q, const void *k, const void *v,
@@ -141,9 +143,9 @@ LM_INLINE void decode_group_pass(const float *restrict q, const void *k, const v
         return;
     }
     size_t c0 = 0;
-    for (; c0 + DEC_CV * VW <= d; c0 += DEC_CV * VW)
+    for (; c0 + DEC_CV * LM_W <= d; c0 += DEC_CV * LM_W)
         decode_pv(s, v, j0, cnt, d, g0, gn, c0, DEC_CV, accs, dtype);
-    for (; c0 < d; c0 += VW)
+    for (; c0 < d; c0 += LM_W)
         decode_pv(s, v, j0, cnt, d, g0, gn, c0, 1, accs, dtype);
 }
 
@@ -157,7 +159,7 @@ LM_INLINE void decode_body(const float *restrict q, const void *k, const void *v
         l[g] = 0.0f;
     }
     memset(accs, 0, group * d * sizeof(float));
-    const vf vscale = V_SET1(scale);
+    const LM_V vscale = V_SET1(scale);
     for (size_t j0 = 0; j0 < n; j0 += BKD) {
         const size_t cnt = min_size(BKD, n - j0);
         for (int phase = 0; phase < 2; phase++) {
@@ -169,30 +171,12 @@ LM_INLINE void decode_body(const float *restrict q, const void *k, const void *v
             if (phase == 1)
                 break;
             for (size_t g = 0; g < group; g++) { /* online softmax over this block */
-                float *sg = s + g * BKD;
-                for (size_t jj = cnt; jj < BKD; jj++)
-                    sg[jj] = -INFINITY; /* padding weighs exactly 0 */
-                vf mx = V_SET1(m[g]);
-                for (size_t jj = 0; jj < BKD; jj += VW) {
-                    vf x = V_MUL(V_LOAD(sg + jj), vscale);
-                    V_STORE(sg + jj, x);
-                    mx = V_MAX(mx, x);
-                }
-                const float mnew = V_HMAX(mx);
-                const vf vm = V_SET1(mnew);
-                vf sum = V_ZERO();
-                for (size_t jj = 0; jj < BKD; jj += VW) {
-                    vf p = V_EXP(V_SUB(V_LOAD(sg + jj), vm));
-                    V_STORE(sg + jj, p);
-                    sum = V_ADD(sum, p);
-                }
-                const float al = expf(m[g] - mnew);
-                l[g] = l[g] * al + V_HSUM(sum);
-                m[g] = mnew;
+                const float al =
+                    lm_online_softmax_block(s + g * BKD, cnt, BKD, vscale, &m[g], &l[g]);
                 if (al != 1.0f) {
-                    const vf va = V_SET1(al);
-                    for (size_t c = 0; c < d; c += VW)
-                        V_STORE(accs + g * d + c, V_MUL(V_LOAD(accs + g * d + c), va));
+                    const LM_V va = V_SET1(al);
+                    for (size_t c = 0; c < d; c += LM_W)
+                        V_STOREU(accs + g * d + c, V_MUL(V_LOADU(accs + g * d + c), va));
                 }
             }
         }

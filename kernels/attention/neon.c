@@ -3,6 +3,6 @@
 #error "kernels/attention/neon.c needs an AArch64 target with Advanced SIMD"
 #endif
 #include "attention.h"
-#include "simd_neon.h"
+#include "../simd/neon.h"
 
 #include "kernel_body.h"

@@ -21,28 +21,28 @@
  * Partial tiles (the diagonal, window edges) add a bias {TK, TQ} of 0 / -inf built once
  * per key tile for the whole head block. */
 
-enum { TQ = LM_ATTN_TILE_Q, TK = LM_ATTN_TILE_K, QV = LM_ATTN_TILE_Q / VW };
-_Static_assert(LM_ATTN_TILE_Q % (VW * PF_NV) == 0, "query tile must hold whole micro-tiles");
+enum { TQ = LM_ATTN_TILE_Q, TK = LM_ATTN_TILE_K, QV = LM_ATTN_TILE_Q / LM_W };
+_Static_assert(LM_ATTN_TILE_Q % (LM_W * PF_NV) == 0, "query tile must hold whole micro-tiles");
 
-/* St[jj, qv0 VW ..) = sum_c kp[jj, c] Qt[c, qv0 VW ..) for jj < rk, nv query vectors. rk and
+/* St[jj, qv0 LM_W ..) = sum_c kp[jj, c] Qt[c, qv0 LM_W ..) for jj < rk, nv query vectors. rk and
  * nv are constants after inlining. */
 LM_INLINE void prefill_scores_block(const float *restrict kp, const float *restrict qt,
                                     float *restrict st, size_t d, size_t qv0, int rk, int nv)
 {
-    vf acc[PF_RK][PF_NV];
+    LM_V acc[PF_RK][PF_NV];
     LM_UNROLL
     for (int a = 0; a < rk; a++)
         LM_UNROLL
         for (int b = 0; b < nv; b++)
             acc[a][b] = V_ZERO();
     for (size_t c = 0; c < d; c++) {
-        vf qvec[PF_NV];
+        LM_V qvec[PF_NV];
         LM_UNROLL
         for (int b = 0; b < nv; b++)
-            qvec[b] = V_LOAD(qt + c * TQ + (qv0 + (size_t)b) * VW);
+            qvec[b] = V_LOADU(qt + c * TQ + (qv0 + (size_t)b) * LM_W);
         LM_UNROLL
         for (int a = 0; a < rk; a++) {
-            vf kb = V_BCAST(kp + (size_t)a * d + c); /* k[j, c] in every lane */
+            LM_V kb = V_BCAST(kp + (size_t)a * d + c); /* k[j, c] in every lane */
             LM_UNROLL
             for (int b = 0; b < nv; b++)
                 acc[a][b] = V_FMA(kb, qvec[b], acc[a][b]); /* St[j, q] += k[j, c] Qt[c, q] */
@@ -52,7 +52,7 @@ LM_INLINE void prefill_scores_block(const float *restrict kp, const float *restr
     for (int a = 0; a < rk; a++)
         LM_UNROLL
         for (int b = 0; b < nv; b++)
-            V_STORE(st + (size_t)a * TQ + (qv0 + (size_t)b) * VW, acc[a][b]);
+            V_STOREU(st + (size_t)a * TQ + (qv0 + (size_t)b) * LM_W, acc[a][b]);
 }
 
 /* St {cols, TQ} = Kp {cols, d} Qt {d, TQ}. */
@@ -77,27 +77,27 @@ LM_INLINE void prefill_softmax(float *restrict st, const float *restrict bias, s
                                float *restrict m, float *restrict l, float *restrict alpha)
 {
     for (size_t qv = 0; qv < QV; qv++) {
-        const size_t off = qv * VW;
-        vf mold = V_LOAD(m + off), mnew = mold;
+        const size_t off = qv * LM_W;
+        LM_V mold = V_LOADU(m + off), mnew = mold;
         if (bias != NULL)
             for (size_t jj = 0; jj < cols; jj++) {
-                vf s = V_ADD(V_LOAD(st + jj * TQ + off), V_LOAD(bias + jj * TQ + off));
-                V_STORE(st + jj * TQ + off, s); /* masked pairs: -inf, weight exactly 0 */
+                LM_V s = V_ADD(V_LOADU(st + jj * TQ + off), V_LOADU(bias + jj * TQ + off));
+                V_STOREU(st + jj * TQ + off, s); /* masked pairs: -inf, weight exactly 0 */
                 mnew = V_MAX(mnew, s);
             }
         else
             for (size_t jj = 0; jj < cols; jj++)
-                mnew = V_MAX(mnew, V_LOAD(st + jj * TQ + off));
-        vf sum = V_ZERO();
+                mnew = V_MAX(mnew, V_LOADU(st + jj * TQ + off));
+        LM_V sum = V_ZERO();
         for (size_t jj = 0; jj < cols; jj++) {
-            vf p = V_EXP(V_SUB(V_LOAD(st + jj * TQ + off), mnew)); /* e^(s - m) */
-            V_STORE(st + jj * TQ + off, p);
+            LM_V p = V_EXP(V_SUB(V_LOADU(st + jj * TQ + off), mnew)); /* e^(s - m) */
+            V_STOREU(st + jj * TQ + off, p);
             sum = V_ADD(sum, p);
         }
-        vf al = V_EXP(V_SUB(mold, mnew));
-        V_STORE(alpha + off, al);
-        V_STORE(l + off, V_FMA(V_LOAD(l + off), al, sum));
-        V_STORE(m + off, mnew);
+        LM_V al = V_EXP(V_SUB(mold, mnew));
+        V_STOREU(alpha + off, al);
+        V_STOREU(l + off, V_FMA(V_LOADU(l + off), al, sum));
+        V_STOREU(m + off, mnew);
     }
 }
 
@@ -127,27 +127,27 @@ LM_INLINE void prefill_prefetch_step(prefill_prefetch *pf)
     }
 }
 
-/* acc[r, c0 .. c0 + cv VW) = alpha[r] acc[r, ...] + sum_jj P[jj, r] vp[jj, ...] for rows
+/* acc[r, c0 .. c0 + cv LM_W) = alpha[r] acc[r, ...] + sum_jj P[jj, r] vp[jj, ...] for rows
  * [r0, r0 + rr). */
 LM_INLINE void prefill_pv_block(const float *restrict st, const float *restrict vp,
                                 size_t cols, size_t d, float *restrict acc,
                                 const float *restrict alpha, size_t r0, size_t c0, int rr,
                                 int cv)
 {
-    vf o[PV_R][PV_CV];
+    LM_V o[PV_R][PV_CV];
     LM_UNROLL
     for (int a = 0; a < rr; a++)
         LM_UNROLL
         for (int b = 0; b < cv; b++)
             o[a][b] = V_ZERO();
     for (size_t jj = 0; jj < cols; jj++) {
-        vf vvec[PV_CV];
+        LM_V vvec[PV_CV];
         LM_UNROLL
         for (int b = 0; b < cv; b++)
-            vvec[b] = V_LOAD(vp + jj * d + c0 + (size_t)b * VW);
+            vvec[b] = V_LOADU(vp + jj * d + c0 + (size_t)b * LM_W);
         LM_UNROLL
         for (int a = 0; a < rr; a++) {
-            vf p = V_BCAST(st + jj * TQ + r0 + (size_t)a); /* weight of key jj for row r */
+            LM_V p = V_BCAST(st + jj * TQ + r0 + (size_t)a); /* weight of key jj for row r */
             LM_UNROLL
             for (int b = 0; b < cv; b++)
                 o[a][b] = V_FMA(p, vvec[b], o[a][b]);
@@ -157,11 +157,11 @@ LM_INLINE void prefill_pv_block(const float *restrict st, const float *restrict 
      * next micro-tile's sums overlap these loads) */
     LM_UNROLL
     for (int a = 0; a < rr; a++) {
-        vf al = V_BCAST(alpha + r0 + (size_t)a);
+        LM_V al = V_BCAST(alpha + r0 + (size_t)a);
         LM_UNROLL
         for (int b = 0; b < cv; b++) {
-            float *p = acc + (r0 + (size_t)a) * d + c0 + (size_t)b * VW;
-            V_STORE(p, V_FMA(V_LOAD(p), al, o[a][b]));
+            float *p = acc + (r0 + (size_t)a) * d + c0 + (size_t)b * LM_W;
+            V_STOREU(p, V_FMA(V_LOADU(p), al, o[a][b]));
         }
     }
 }
@@ -171,9 +171,9 @@ LM_INLINE void prefill_pv_rows(const float *restrict st, const float *restrict v
                                size_t r0, int rr)
 {
     size_t c0 = 0;
-    for (; c0 + PV_CV * VW <= d; c0 += PV_CV * VW)
+    for (; c0 + PV_CV * LM_W <= d; c0 += PV_CV * LM_W)
         prefill_pv_block(st, vp, cols, d, acc, alpha, r0, c0, rr, PV_CV);
-    for (; c0 < d; c0 += VW)
+    for (; c0 < d; c0 += LM_W)
         prefill_pv_block(st, vp, cols, d, acc, alpha, r0, c0, rr, 1);
 }
 
@@ -308,9 +308,9 @@ void LM_NAME(lm_attn_prefill_f32)(const lm_attn_prefill_args *a, size_t head_beg
             float *oh = a->o + (head_begin + h) * d;
             for (size_t r = 0; r < rows; r++) {
                 float *orow = oh + (i0 + r) * ldq;
-                const vf inv = V_SET1(1.0f / l[r]);
-                for (size_t c = 0; c < d; c += VW) /* d is a multiple of VW on every path */
-                    V_STORE(orow + c, V_MUL(V_LOAD(acc + r * d + c), inv));
+                const LM_V inv = V_SET1(1.0f / l[r]);
+                for (size_t c = 0; c < d; c += LM_W) /* d is a multiple of LM_W on every path */
+                    V_STOREU(orow + c, V_MUL(V_LOADU(acc + r * d + c), inv));
             }
         }
     }

@@ -5,7 +5,7 @@
 #endif
 #include "conv.h"
 
-#include "../ssm/simd_avx2.h"
+#include "../simd/avx2.h"
 #define CONV_BLOCK conv_block_avx2
 #include "conv_body.h"
 

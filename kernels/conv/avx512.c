@@ -5,7 +5,7 @@
 #endif
 #include "conv.h"
 
-#include "../ssm/simd_avx512.h"
+#include "../simd/avx512.h"
 #define CONV_BLOCK conv_block_avx512
 #include "conv_body.h"
 

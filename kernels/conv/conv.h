@@ -8,7 +8,8 @@
 #ifndef LONGMIX_CONV_H
 #define LONGMIX_CONV_H
 
-#include "longmix.h"
+#include "lm_core.h"
+#include "lm_ops.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -42,22 +43,12 @@ typedef struct lm_conv_causal_f32 {
  * LM_ERR_NONFINITE naming the array. */
 lm_status lm_conv_causal_f64_ref(const lm_conv_causal_f64 *p, lm_error *err);
 
-/* Fast kernels: batch row batch_index, channels [d_begin, d_end), float32. */
-typedef void (*lm_conv_causal_f32_fn)(const lm_conv_causal_f32 *p, size_t batch_index,
-                                      size_t d_begin, size_t d_end);
-void lm_conv_causal_f32_scalar(const lm_conv_causal_f32 *p, size_t batch_index,
-                               size_t d_begin, size_t d_end);
-void lm_conv_causal_f32_avx2(const lm_conv_causal_f32 *p, size_t batch_index,
-                             size_t d_begin, size_t d_end);
-void lm_conv_causal_f32_avx512(const lm_conv_causal_f32 *p, size_t batch_index,
-                               size_t d_begin, size_t d_end);
-void lm_conv_causal_f32_neon(const lm_conv_causal_f32 *p, size_t batch_index,
-                             size_t d_begin, size_t d_end);
+/* Fast kernels (slot conv_causal_f32, lm_kernels.h): batch row batch_index, channels
+ * [d_begin, d_end), float32. */
 
-/* The operator: checks shapes, runs `kernel` (NULL: the active ISA's) over (batch row,
+/* The operator: checks shapes, runs the conv_causal_f32 kernel of `ops` over (batch row,
  * channel block) items with OpenMP. A decode step is a call with length 1 and
  * tail_in == tail_out. */
-lm_status lm_conv_causal_f32_with(lm_conv_causal_f32_fn kernel, const lm_conv_causal_f32 *p,
-                                  lm_error *err);
+lm_status lm_conv_causal(const lm_conv_causal_f32 *p, const lm_ops *ops, lm_error *err);
 
 #endif

@@ -5,9 +5,11 @@
 
 enum { CONV_CHANNEL_BLOCK = 256 }; /* a multiple of every vector width */
 
-lm_status lm_conv_causal_f32_with(lm_conv_causal_f32_fn kernel, const lm_conv_causal_f32 *p,
-                                  lm_error *err)
+lm_status lm_conv_causal(const lm_conv_causal_f32 *p, const lm_ops *ops, lm_error *err)
 {
+    lm_status ops_status = lm_ops_check(ops, err);
+    if (ops_status != LM_OK)
+        return ops_status;
     if (p == NULL)
         return lm_fail(err, LM_ERR_ARG, "p must not be NULL");
     if (p->batch == 0 || p->length == 0 || p->channels == 0 || p->width == 0)
@@ -19,8 +21,7 @@ lm_status lm_conv_causal_f32_with(lm_conv_causal_f32_fn kernel, const lm_conv_ca
                        LM_CONV_MAX_WIDTH, p->width);
     if (p->x == NULL || p->weight == NULL || p->y == NULL)
         return lm_fail(err, LM_ERR_SHAPE, "x, weight and y must be given");
-    if (kernel == NULL)
-        kernel = lm_ops_active()->conv_causal_f32;
+    lm_conv_causal_fn *const kernel = ops->conv_causal_f32;
     const size_t blocks = (p->channels + CONV_CHANNEL_BLOCK - 1) / CONV_CHANNEL_BLOCK;
     const long long items = (long long)(p->batch * blocks);
 #pragma omp parallel for schedule(static) if (items > 1 && p->length * p->channels > 4096)

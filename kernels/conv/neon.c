@@ -5,7 +5,7 @@
 #endif
 #include "conv.h"
 
-#include "../ssm/simd_neon.h"
+#include "../simd/neon.h"
 #define CONV_BLOCK conv_block_neon
 #include "conv_body.h"
 

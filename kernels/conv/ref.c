@@ -1,17 +1,8 @@
 /* Float64 oracle of the causal depthwise convolution with tail state (conv.h). */
 #include "conv.h"
+#include "lm_validate.h"
 
 #include <math.h>
-
-static lm_status require_finite(const double *v, size_t n, const char *name, lm_error *err)
-{
-    if (v != NULL)
-        for (size_t i = 0; i < n; i++)
-            if (!isfinite(v[i]))
-                return lm_fail(err, LM_ERR_NONFINITE, "%s must contain only finite values "
-                               "(%s[%zu])", name, name, i);
-    return LM_OK;
-}
 
 lm_status lm_conv_causal_f64_ref(const lm_conv_causal_f64 *p, lm_error *err)
 {
@@ -24,10 +15,10 @@ lm_status lm_conv_causal_f64_ref(const lm_conv_causal_f64 *p, lm_error *err)
         return lm_fail(err, LM_ERR_SHAPE, "x, weight and y must be given");
     const size_t B = p->batch, L = p->length, D = p->channels, K = p->width;
     lm_status s;
-    if ((s = require_finite(p->x, B * L * D, "x", err)) != LM_OK ||
-        (s = require_finite(p->weight, D * K, "weight", err)) != LM_OK ||
-        (s = require_finite(p->bias, D, "bias", err)) != LM_OK ||
-        (s = require_finite(p->tail_in, B * (K - 1) * D, "tail_in", err)) != LM_OK)
+    if ((s = lm_require_finite_or_null_f64("x", p->x, B * L * D, err)) != LM_OK ||
+        (s = lm_require_finite_or_null_f64("weight", p->weight, D * K, err)) != LM_OK ||
+        (s = lm_require_finite_or_null_f64("bias", p->bias, D, err)) != LM_OK ||
+        (s = lm_require_finite_or_null_f64("tail_in", p->tail_in, B * (K - 1) * D, err)) != LM_OK)
         return s;
     for (size_t b = 0; b < B; b++)
         for (size_t d = 0; d < D; d++) {

@@ -2,7 +2,7 @@
  * also the tail of the SIMD paths. */
 #include "conv.h"
 
-#include "../ssm/simd_scalar.h"
+#include "../simd/scalar.h"
 #define CONV_BLOCK conv_block_scalar
 #include "conv_body.h"
 

@@ -1,6 +1,6 @@
 /* CPU feature detection: cpuid *and* xgetbv on x86-64 (an instruction set is usable
  * only when the OS saves its registers), the Advanced SIMD baseline on AArch64. Read once. */
-#include "longmix.h"
+#include "lm_core.h"
 
 #include <pthread.h>
 #include <string.h>

@@ -1,17 +1,9 @@
-/* The one dispatch table. `compiled` names each path's kernels (NULL where a path has
- * none); the first lookup resolves every path once, filling NULL entries from the scalar
- * path, and picks the active path from LONGMIX_ISA or the CPU. This file and cpu.c hold
- * the library's only global state, written once under pthread_once. */
+/* The one dispatch table, generated from the kernel list (lm_kernels.h): `compiled` names
+ * each path's own kernels (NULL where the list says a path has none); the first lookup
+ * resolves every path once, filling a NULL slot from the path's parent, and picks the
+ * initial path from LONGMIX_ISA or the CPU. This file and cpu.c hold the library's only
+ * global state, written once under pthread_once and never again. */
 #include "lm_ops.h"
-
-#include "../gemv/gemv.h"
-#include "../attention/attention.h"
-#include "../kvquant/kvquant.h"
-#include "../ssm/ssm.h"
-#include "../conv/conv.h"
-#include "../scan/scan.h"
-#include "../linear/linear.h"
-#include "../delta/delta.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -29,103 +21,40 @@
 #define LM_BUILD_NEON 0
 #endif
 
-static const char *const isa_names[LM_ISA_COUNT] = {
-    [LM_ISA_SCALAR] = "scalar",
-    [LM_ISA_AVX2] = "avx2",
-    [LM_ISA_AVX512] = "avx512",
-    [LM_ISA_NEON] = "neon",
-};
+#define LM_ISA_NAME(isa, parent, kind) #isa,
+static const char *const isa_names[] = {LM_ISA_PATHS(LM_ISA_NAME)};
+#undef LM_ISA_NAME
 _Static_assert(sizeof isa_names / sizeof isa_names[0] == LM_ISA_COUNT,
-               "every lm_isa needs a name");
+               "LM_ISA_PATHS (lm_kernels.h) and lm_isa (lm_core.h) must list the same paths");
+
+#define LM_ISA_PARENT(isa, parent, kind) LM_ISA_##parent,
+static const lm_isa parents[LM_ISA_COUNT] = {LM_ISA_PATHS(LM_ISA_PARENT)};
+#undef LM_ISA_PARENT
+
+#define LM_ISA_DERIVED(isa, parent, kind) LM_KIND_IS_DERIVED_##kind,
+#define LM_KIND_IS_DERIVED_base false
+#define LM_KIND_IS_DERIVED_derived true
+static const bool derived[LM_ISA_COUNT] = {LM_ISA_PATHS(LM_ISA_DERIVED)};
+#undef LM_ISA_DERIVED
+
+/* One table row: .name = lm_<name>_<isa> where the list's paths say that file defines it. */
+#define LM_SLOT(isa, name, paths) .name = LM_PATH_##paths##_##isa(lm_##name##_##isa),
+#define LM_SLOT_scalar(name, kernel, signature, family, paths) LM_SLOT(scalar, name, paths)
+#define LM_SLOT_avx2(name, kernel, signature, family, paths) LM_SLOT(avx2, name, paths)
+#define LM_SLOT_avx512(name, kernel, signature, family, paths) LM_SLOT(avx512, name, paths)
+#define LM_SLOT_avx512vnni(name, kernel, signature, family, paths) LM_SLOT(avx512vnni, name, paths)
+#define LM_SLOT_neon(name, kernel, signature, family, paths) LM_SLOT(neon, name, paths)
+#define LM_ROW(ISA, path) [LM_ISA_##ISA] = {.isa = LM_ISA_##ISA, LM_KERNELS(LM_SLOT_##path)},
 
 static const lm_ops compiled[LM_ISA_COUNT] = {
-    [LM_ISA_SCALAR] =
-        {
-            .isa = LM_ISA_SCALAR,
-            .rowdot_f32 = lm_gemv_rowdot_f32_scalar,
-            .attn_prefill_f32 = lm_attn_prefill_f32_scalar,
-            .attn_decode_f32 = lm_attn_decode_f32_scalar,
-            .attn_decode_f16 = lm_attn_decode_f16_scalar,
-            .attn_decode_bf16 = lm_attn_decode_bf16_scalar,
-            .kvq_decode = lm_kvq_decode_scalar,
-            .mamba1_scan_f32 = lm_ssm_mamba1_scan_f32_scalar,
-            .conv_causal_f32 = lm_conv_causal_f32_scalar,
-            .scan_affine_f32 = lm_scan_affine_f32_scalar,
-            .scan_affine_reduce_f32 = lm_scan_affine_reduce_f32_scalar,
-            .linear_recurrent_f32 = lm_linear_recurrent_f32_scalar,
-            .linear_chunked_f32 = lm_linear_chunked_f32_scalar,
-            .delta_recurrent_f32 = lm_delta_recurrent_f32_scalar,
-            .delta_chunked_f32 = lm_delta_chunked_f32_scalar,
-            .gemm_acc_f32 = lm_gemm_acc_f32_scalar,
-            .ssd_chunked_f32 = lm_ssd_chunked_f32_scalar,
-            .ssd_step_f32 = lm_ssd_step_f32_scalar,
-        },
+    LM_ROW(SCALAR, scalar)
 #if LM_BUILD_X86
-    [LM_ISA_AVX2] =
-        {
-            .isa = LM_ISA_AVX2,
-            .rowdot_f32 = lm_gemv_rowdot_f32_avx2,
-            .attn_prefill_f32 = lm_attn_prefill_f32_avx2,
-            .attn_decode_f32 = lm_attn_decode_f32_avx2,
-            .attn_decode_f16 = lm_attn_decode_f16_avx2,
-            .attn_decode_bf16 = lm_attn_decode_bf16_avx2,
-            .kvq_decode = lm_kvq_decode_avx2,
-            .mamba1_scan_f32 = lm_ssm_mamba1_scan_f32_avx2,
-            .conv_causal_f32 = lm_conv_causal_f32_avx2,
-            .scan_affine_f32 = lm_scan_affine_f32_avx2,
-            .scan_affine_reduce_f32 = lm_scan_affine_reduce_f32_avx2,
-            .linear_recurrent_f32 = lm_linear_recurrent_f32_avx2,
-            .linear_chunked_f32 = lm_linear_chunked_f32_avx2,
-            .delta_recurrent_f32 = lm_delta_recurrent_f32_avx2,
-            .delta_chunked_f32 = lm_delta_chunked_f32_avx2,
-            .gemm_acc_f32 = lm_gemm_acc_f32_avx2,
-            .ssd_chunked_f32 = lm_ssd_chunked_f32_avx2,
-            .ssd_step_f32 = lm_ssd_step_f32_avx2,
-        },
-    [LM_ISA_AVX512] =
-        {
-            .isa = LM_ISA_AVX512,
-            .rowdot_f32 = lm_gemv_rowdot_f32_avx512,
-            .attn_prefill_f32 = lm_attn_prefill_f32_avx512,
-            .attn_decode_f32 = lm_attn_decode_f32_avx512,
-            .attn_decode_f16 = lm_attn_decode_f16_avx512,
-            .attn_decode_bf16 = lm_attn_decode_bf16_avx512,
-            .kvq_decode = lm_kvq_decode_avx512,
-            .mamba1_scan_f32 = lm_ssm_mamba1_scan_f32_avx512,
-            .conv_causal_f32 = lm_conv_causal_f32_avx512,
-            .scan_affine_f32 = lm_scan_affine_f32_avx512,
-            .scan_affine_reduce_f32 = lm_scan_affine_reduce_f32_avx512,
-            .linear_recurrent_f32 = lm_linear_recurrent_f32_avx512,
-            .linear_chunked_f32 = lm_linear_chunked_f32_avx512,
-            .delta_recurrent_f32 = lm_delta_recurrent_f32_avx512,
-            .delta_chunked_f32 = lm_delta_chunked_f32_avx512,
-            .gemm_acc_f32 = lm_gemm_acc_f32_avx512,
-            .ssd_chunked_f32 = lm_ssd_chunked_f32_avx512,
-            .ssd_step_f32 = lm_ssd_step_f32_avx512,
-        },
+    LM_ROW(AVX2, avx2)
+    LM_ROW(AVX512, avx512)
+    LM_ROW(AVX512VNNI, avx512vnni)
 #endif
 #if LM_BUILD_NEON
-    [LM_ISA_NEON] =
-        {
-            .isa = LM_ISA_NEON,
-            .rowdot_f32 = lm_gemv_rowdot_f32_neon,
-            .attn_prefill_f32 = lm_attn_prefill_f32_neon,
-            .attn_decode_f32 = lm_attn_decode_f32_neon,
-            .attn_decode_f16 = lm_attn_decode_f16_neon,
-            .attn_decode_bf16 = lm_attn_decode_bf16_neon,
-            .kvq_decode = lm_kvq_decode_neon,
-            .mamba1_scan_f32 = lm_ssm_mamba1_scan_f32_neon,
-            .conv_causal_f32 = lm_conv_causal_f32_neon,
-            .scan_affine_f32 = lm_scan_affine_f32_neon,
-            .scan_affine_reduce_f32 = lm_scan_affine_reduce_f32_neon,
-            .linear_recurrent_f32 = lm_linear_recurrent_f32_neon,
-            .linear_chunked_f32 = lm_linear_chunked_f32_neon,
-            .delta_recurrent_f32 = lm_delta_recurrent_f32_neon,
-            .delta_chunked_f32 = lm_delta_chunked_f32_neon,
-            .gemm_acc_f32 = lm_gemm_acc_f32_neon,
-            .ssd_chunked_f32 = lm_ssd_chunked_f32_neon,
-            .ssd_step_f32 = lm_ssd_step_f32_neon,
-        },
+    LM_ROW(NEON, neon)
 #endif
 };
 
@@ -134,7 +63,8 @@ static bool compiled_in(lm_isa isa)
     switch (isa) {
     case LM_ISA_SCALAR: return true;
     case LM_ISA_AVX2:
-    case LM_ISA_AVX512: return LM_BUILD_X86;
+    case LM_ISA_AVX512:
+    case LM_ISA_AVX512VNNI: return LM_BUILD_X86;
     case LM_ISA_NEON: return LM_BUILD_NEON;
     default: return false;
     }
@@ -148,6 +78,7 @@ static bool cpu_runs(lm_isa isa)
     case LM_ISA_AVX2: return f->avx2 && f->fma && f->f16c && f->os_saves_ymm;
     case LM_ISA_AVX512:
         return f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq && f->os_saves_zmm;
+    case LM_ISA_AVX512VNNI: return cpu_runs(LM_ISA_AVX512) && f->avx512_vnni;
     case LM_ISA_NEON: return f->neon;
     default: return false;
     }
@@ -160,20 +91,23 @@ static struct {
 } table;
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
+/* A path's own kernels, its parent's (already resolved: parents come first) elsewhere. */
 static void resolve(lm_isa isa)
 {
     const lm_ops *own = &compiled[isa];
-    const lm_ops *fallback = &compiled[LM_ISA_SCALAR];
+    const lm_ops *parent = &table.resolved[parents[isa]];
     lm_ops *out = &table.resolved[isa];
     out->isa = isa;
-#define LM_OPS_RESOLVE_FIELD(type, name) out->name = own->name ? own->name : fallback->name;
-    LM_OPS_FIELDS(LM_OPS_RESOLVE_FIELD)
-#undef LM_OPS_RESOLVE_FIELD
+#define LM_RESOLVE_SLOT(name, kernel, signature, family, paths)                              \
+    out->name = own->name != NULL ? own->name : parent->name;
+    LM_KERNELS(LM_RESOLVE_SLOT)
+#undef LM_RESOLVE_SLOT
 }
 
 static lm_isa best_available(void)
 {
-    static const lm_isa preference[] = {LM_ISA_AVX512, LM_ISA_AVX2, LM_ISA_NEON};
+    static const lm_isa preference[] = {LM_ISA_AVX512VNNI, LM_ISA_AVX512, LM_ISA_AVX2,
+                                        LM_ISA_NEON};
     for (size_t i = 0; i < sizeof preference / sizeof preference[0]; i++)
         if (lm_isa_available(preference[i]))
             return preference[i];
@@ -226,7 +160,8 @@ lm_status lm_isa_parse(const char *name, lm_isa *isa, lm_error *err)
             *isa = (lm_isa)i;
             return LM_OK;
         }
-    return lm_fail(err, LM_ERR_ARG, "unknown ISA '%s' (expected scalar, avx2, avx512 or neon)",
+    return lm_fail(err, LM_ERR_ARG,
+                   "unknown ISA '%s' (expected scalar, avx2, avx512, avx512vnni or neon)",
                    name ? name : "(null)");
 }
 
@@ -240,17 +175,6 @@ lm_isa lm_isa_active(const char **why)
     return table.active;
 }
 
-lm_status lm_isa_force(lm_isa isa, lm_error *err)
-{
-    pthread_once(&table_once, init_table);
-    if (!lm_isa_available(isa))
-        return lm_fail(err, LM_ERR_UNSUPPORTED, "ISA path %s is not available on this machine",
-                       lm_isa_name(isa));
-    table.active = isa;
-    snprintf(table.why, sizeof table.why, "forced to %s by the caller", lm_isa_name(isa));
-    return LM_OK;
-}
-
 const lm_ops *lm_ops_for(lm_isa isa)
 {
     pthread_once(&table_once, init_table);
@@ -260,3 +184,29 @@ const lm_ops *lm_ops_for(lm_isa isa)
 }
 
 const lm_ops *lm_ops_active(void) { return lm_ops_for(lm_isa_active(NULL)); }
+
+lm_isa lm_isa_parent(lm_isa isa)
+{
+    return (unsigned)isa < LM_ISA_COUNT ? parents[isa] : LM_ISA_SCALAR;
+}
+
+bool lm_isa_derived(lm_isa isa) { return (unsigned)isa < LM_ISA_COUNT && derived[isa]; }
+
+bool lm_ops_same_kernel(const lm_ops *a, const lm_ops *b, const char *kernel)
+{
+    bool same = true;
+#define LM_SAME_SLOT(name, word, signature, family, paths)                                   \
+    if (strcmp(#word, kernel) == 0 && a->name != b->name)                                    \
+        same = false;
+    LM_KERNELS(LM_SAME_SLOT)
+#undef LM_SAME_SLOT
+    return same;
+}
+
+lm_status lm_ops_check(const lm_ops *ops, lm_error *err)
+{
+    if (ops == NULL)
+        return lm_fail(err, LM_ERR_ARG,
+                       "ops must be a dispatch table (lm_ops_for or lm_ops_active), got NULL");
+    return LM_OK;
+}

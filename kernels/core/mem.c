@@ -3,7 +3,7 @@
  * pages where the OS offers them: a streaming kernel then takes one TLB miss per 2 MiB
  * instead of one per 4 KiB page (strided scans touch a new page on every row). */
 #define _DEFAULT_SOURCE /* madvise */
-#include "longmix.h"
+#include "lm_core.h"
 
 #include <stdlib.h>
 #include <string.h>

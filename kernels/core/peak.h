@@ -6,7 +6,7 @@
 #ifndef LONGMIX_PEAK_H
 #define LONGMIX_PEAK_H
 
-#include "longmix.h"
+#include "lm_core.h"
 
 /* 12 chains cover FMA latency (4-5 cycles) times two FMA pipes on current x86 and
  * AArch64 cores. */

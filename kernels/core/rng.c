@@ -3,7 +3,7 @@
  * standard_normal (NumPy's float64 ziggurat). The algorithms follow NumPy's
  * numpy/random/bit_generator.pyx, src/pcg64/pcg64.h and src/distributions/distributions.c;
  * the ziggurat tables are data (ziggurat_tables.c, generated). */
-#include "longmix.h"
+#include "lm_core.h"
 #include "ziggurat.h"
 
 #include <math.h>
@@ -254,12 +254,6 @@ double lm_rng_standard_normal(lm_rng *rng)
 }
 
 /* Contract (fills): out {count}, element i is the i-th draw (C order). */
-void lm_rng_fill_random(lm_rng *rng, double *out, size_t count)
-{
-    for (size_t i = 0; i < count; i++)
-        out[i] = lm_rng_random(rng);
-}
-
 void lm_rng_fill_uniform(lm_rng *rng, double low, double high, double *out, size_t count)
 {
     for (size_t i = 0; i < count; i++)

@@ -1,5 +1,5 @@
 /* Status names and the lm_fail message writer: the only way library code reports. */
-#include "longmix.h"
+#include "lm_core.h"
 
 #include <stdarg.h>
 #include <stdio.h>

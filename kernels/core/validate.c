@@ -19,6 +19,16 @@ lm_status lm_require_finite_f64(const char *name, const double *x, size_t count,
     return LM_OK;
 }
 
+lm_status lm_require_finite_or_null_f64(const char *name, const double *x, size_t count,
+                                        lm_error *err)
+{
+    for (size_t i = 0; x != NULL && i < count; i++)
+        if (!isfinite(x[i]))
+            return lm_fail(err, LM_ERR_NONFINITE, "%s must contain only finite values (%s[%zu] = %g)",
+                           name, name, i, x[i]);
+    return LM_OK;
+}
+
 lm_status lm_require_nonempty_finite_f64(const char *name, const double *x, size_t count,
                                          lm_error *err)
 {

@@ -4,7 +4,7 @@
 #endif
 #include "delta.h"
 
-#include "../ssm/simd_avx2.h"
+#include "../simd/avx2.h"
 #define RECURRENT_NAME lm_delta_recurrent_f32_avx2
 #define CHUNKED_NAME lm_delta_chunked_f32_avx2
 #include "delta_body.h"

@@ -4,7 +4,7 @@
 #endif
 #include "delta.h"
 
-#include "../ssm/simd_avx512.h"
+#include "../simd/avx512.h"
 #define RECURRENT_NAME lm_delta_recurrent_f32_avx512
 #define CHUNKED_NAME lm_delta_chunked_f32_avx512
 #include "delta_body.h"

@@ -4,7 +4,8 @@
 #ifndef LONGMIX_DELTA_H
 #define LONGMIX_DELTA_H
 
-#include "longmix.h"
+#include "lm_core.h"
+#include "lm_ops.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -151,30 +152,14 @@ lm_status lm_delta_gated_f64_ref(const lm_delta_seq_f64 *p, lm_error *err);
 size_t lm_delta_work_floats(const lm_delta_seq_f32 *p, size_t chunk);
 
 /* Fast kernels, one head; work holds lm_delta_work_floats(p, chunk) floats (64-byte
- * aligned). The recurrent kernel ignores chunk. No allocation, no threads. */
-typedef void (*lm_delta_head_f32_fn)(const lm_delta_seq_f32 *p, size_t head, size_t chunk,
-                                     float *work);
-void lm_delta_recurrent_f32_scalar(const lm_delta_seq_f32 *p, size_t head, size_t chunk,
-                                   float *work);
-void lm_delta_recurrent_f32_avx2(const lm_delta_seq_f32 *p, size_t head, size_t chunk,
-                                 float *work);
-void lm_delta_recurrent_f32_avx512(const lm_delta_seq_f32 *p, size_t head, size_t chunk,
-                                   float *work);
-void lm_delta_recurrent_f32_neon(const lm_delta_seq_f32 *p, size_t head, size_t chunk,
-                                 float *work);
-void lm_delta_chunked_f32_scalar(const lm_delta_seq_f32 *p, size_t head, size_t chunk,
-                                 float *work);
-void lm_delta_chunked_f32_avx2(const lm_delta_seq_f32 *p, size_t head, size_t chunk,
-                               float *work);
-void lm_delta_chunked_f32_avx512(const lm_delta_seq_f32 *p, size_t head, size_t chunk,
-                                 float *work);
-void lm_delta_chunked_f32_neon(const lm_delta_seq_f32 *p, size_t head, size_t chunk,
-                               float *work);
+ * aligned). The recurrent kernel ignores chunk. No allocation, no threads.
+ * Slots delta_recurrent_f32 and delta_chunked_f32 of lm_kernels.h. */
 
 /* The operator: validates (sizes, arrays, beta in [0, 1], gate in (0, 1], every key
- * non-zero and finite, chunk > 0 when chunked), then runs `kernel` (NULL: the active ISA's recurrent
- * or chunked kernel) over the heads with OpenMP, one workspace per thread. */
-lm_status lm_delta_rule_f32(lm_delta_head_f32_fn kernel, bool chunked,
-                            const lm_delta_seq_f32 *p, size_t chunk, lm_error *err);
+ * non-zero and finite, chunk > 0 when chunked), then runs the delta_chunked_f32 (chunked)
+ * or delta_recurrent_f32 kernel of `ops` over the heads with OpenMP, one workspace per
+ * thread. */
+lm_status lm_delta_rule_f32(const lm_delta_seq_f32 *p, bool chunked, size_t chunk,
+                            const lm_ops *ops, lm_error *err);
 
 #endif

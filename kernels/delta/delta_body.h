@@ -1,5 +1,5 @@
 /* The (gated) delta-rule kernels (delta.h), written once and instantiated per ISA through
- * kernels/ssm/simd_<isa>.h; RECURRENT_NAME and CHUNKED_NAME name the two public functions.
+ * kernels/simd/<isa>.h; RECURRENT_NAME and CHUNKED_NAME name the two public functions.
  * Internally the state is kept transposed, St {d_key, d_value}, so that every product runs
  * along contiguous value rows; it is transposed from s0 and back to s_final once per head.
  * Self-contained (its own register-tiled product, not kernels/linear/gemm_body.h): the
@@ -8,7 +8,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../ssm/state_row.h"
+#include "../simd/state_row.h"
 
 static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
 

@@ -51,9 +51,12 @@ static size_t validate_rows(const lm_delta_seq_f32 *p, size_t i0, size_t i1)
     return SIZE_MAX;
 }
 
-lm_status lm_delta_rule_f32(lm_delta_head_f32_fn kernel, bool chunked,
-                            const lm_delta_seq_f32 *p, size_t chunk, lm_error *err)
+lm_status lm_delta_rule_f32(const lm_delta_seq_f32 *p, bool chunked, size_t chunk,
+                            const lm_ops *ops, lm_error *err)
 {
+    lm_status ops_status = lm_ops_check(ops, err);
+    if (ops_status != LM_OK)
+        return ops_status;
     if (p == NULL)
         return lm_fail(err, LM_ERR_ARG, "p must not be NULL");
     const size_t H = p->heads, L = p->length, dk = p->d_key;
@@ -81,9 +84,8 @@ lm_status lm_delta_rule_f32(lm_delta_head_f32_fn kernel, bool chunked,
         return lm_fail(err, LM_ERR_DOMAIN, "k must have non-zero (finite) norm: head %zu, "
                        "token %zu", i / L, i % L);
     }
-    if (kernel == NULL)
-        kernel = chunked ? lm_ops_active()->delta_chunked_f32
-                         : lm_ops_active()->delta_recurrent_f32;
+    lm_delta_head_fn *const kernel = chunked ? ops->delta_chunked_f32
+                                             : ops->delta_recurrent_f32;
     if (!chunked)
         chunk = 1;
     const size_t per_thread = lm_delta_work_floats(p, chunk);

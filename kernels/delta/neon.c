@@ -4,7 +4,7 @@
 #endif
 #include "delta.h"
 
-#include "../ssm/simd_neon.h"
+#include "../simd/neon.h"
 #define RECURRENT_NAME lm_delta_recurrent_f32_neon
 #define CHUNKED_NAME lm_delta_chunked_f32_neon
 #include "delta_body.h"

@@ -1,19 +1,10 @@
 /* Float64 oracle of the (gated) delta rule over sequences (delta.h), token by token:
  * the M8 update (decay, then correct toward v along the unit key) and the readout S q. */
 #include "delta.h"
+#include "lm_validate.h"
 
 #include <math.h>
 #include <stdlib.h>
-
-static lm_status require_finite(const double *v, size_t n, const char *name, lm_error *err)
-{
-    if (v != NULL)
-        for (size_t i = 0; i < n; i++)
-            if (!isfinite(v[i]))
-                return lm_fail(err, LM_ERR_NONFINITE, "%s must contain only finite values "
-                               "(%s[%zu])", name, name, i);
-    return LM_OK;
-}
 
 lm_status lm_delta_gated_f64_ref(const lm_delta_seq_f64 *p, lm_error *err)
 {
@@ -23,12 +14,12 @@ lm_status lm_delta_gated_f64_ref(const lm_delta_seq_f64 *p, lm_error *err)
     if (!p->q || !p->k || !p->v || !p->beta || !p->y)
         return lm_fail(err, LM_ERR_SHAPE, "q, k, v, beta and y must be given");
     lm_status s;
-    if ((s = require_finite(p->q, H * L * dk, "q", err)) != LM_OK ||
-        (s = require_finite(p->k, H * L * dk, "k", err)) != LM_OK ||
-        (s = require_finite(p->v, H * L * dv, "v", err)) != LM_OK ||
-        (s = require_finite(p->beta, H * L, "beta", err)) != LM_OK ||
-        (s = require_finite(p->gate, H * L, "gate", err)) != LM_OK ||
-        (s = require_finite(p->s0, H * dv * dk, "s0", err)) != LM_OK)
+    if ((s = lm_require_finite_or_null_f64("q", p->q, H * L * dk, err)) != LM_OK ||
+        (s = lm_require_finite_or_null_f64("k", p->k, H * L * dk, err)) != LM_OK ||
+        (s = lm_require_finite_or_null_f64("v", p->v, H * L * dv, err)) != LM_OK ||
+        (s = lm_require_finite_or_null_f64("beta", p->beta, H * L, err)) != LM_OK ||
+        (s = lm_require_finite_or_null_f64("gate", p->gate, H * L, err)) != LM_OK ||
+        (s = lm_require_finite_or_null_f64("s0", p->s0, H * dv * dk, err)) != LM_OK)
         return s;
     for (size_t i = 0; i < H * L; i++) {
         if (p->beta[i] < 0.0 || p->beta[i] > 1.0)

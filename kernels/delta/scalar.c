@@ -1,7 +1,7 @@
 /* Portable float32 (gated) delta rule (delta_body.h, one float per vector). */
 #include "delta.h"
 
-#include "../ssm/simd_scalar.h"
+#include "../simd/scalar.h"
 #define RECURRENT_NAME lm_delta_recurrent_f32_scalar
 #define CHUNKED_NAME lm_delta_chunked_f32_scalar
 #include "delta_body.h"

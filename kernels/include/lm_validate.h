@@ -7,7 +7,7 @@
 #ifndef LONGMIX_VALIDATE_H
 #define LONGMIX_VALIDATE_H
 
-#include "longmix.h"
+#include "lm_core.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -20,6 +20,11 @@ bool lm_all_finite_f64(const double *x, size_t count);
  * Inf. Checks nothing else: callers test emptiness first, with their own message. */
 lm_status lm_require_finite_f64(const char *name, const double *x, size_t count,
                                 lm_error *err);
+
+/* An optional array: LM_OK when x is NULL, else LM_ERR_NONFINITE "NAME must contain only
+ * finite values (NAME[i] = v)" naming the first non-finite element. */
+lm_status lm_require_finite_or_null_f64(const char *name, const double *x, size_t count,
+                                        lm_error *err);
 
 /* A non-empty finite array: LM_ERR_SHAPE "NAME must be non-empty" when count is 0, then
  * lm_require_finite_f64. */

@@ -5,7 +5,7 @@
 #include "kvquant.h"
 
 #include "../attention/attention.h"
-#include "../attention/simd_avx2.h"
+#include "../simd/avx2.h"
 
 /* word layer: 8 32-bit words; field = float((x >> shift) & mask) */
 typedef __m256i kq_vi;

@@ -1,5 +1,5 @@
-/* Quantized-cache decode with integer dot products (AVX512-VNNI). Called by
- * lm_kvq_decode_avx512 only when cpuid reports AVX512-VNNI. Same semantics as the float body
+/* Quantized-cache decode with integer dot products (AVX512-VNNI): the kvq_decode slot of
+ * the avx512vnni path (chosen only when cpuid reports AVX512-VNNI). Same semantics as the float body
  * (kvquant_body.h, whose query quantization it uses) except the value weights, which are
  * quantized to 16 bits per (head, block) as lm_kvq_decode_f64_ref's weight_bound describes.
  *
@@ -22,7 +22,7 @@
 #include "kvquant.h"
 
 #include "../attention/attention.h"
-#include "../attention/simd_avx512.h"
+#include "../simd/avx512.h"
 
 #include <float.h>
 #include <math.h>

@@ -346,6 +346,8 @@ lm_status lm_kvq_decode_check(const lm_kvq_cache *cache, bool have_q_and_o, size
 lm_status lm_kvq_decode(const lm_kvq_cache *cache, const float *q, size_t heads, float *o,
                         const lm_ops *ops, lm_error *err)
 {
+    if (lm_ops_check(ops, err) != LM_OK)
+        return LM_ERR_ARG;
     lm_status status = lm_kvq_decode_check(cache, q != NULL && o != NULL, heads, err);
     if (status != LM_OK)
         return status;
@@ -353,8 +355,7 @@ lm_status lm_kvq_decode(const lm_kvq_cache *cache, const float *q, size_t heads,
     for (size_t i = 0; i < heads * d; i++)
         if (!isfinite(q[i]))
             return lm_fail(err, LM_ERR_NONFINITE, "q must contain only finite values");
-    const lm_ops *run = d % 16 != 0 ? lm_ops_for(LM_ISA_SCALAR)
-                                    : (ops != NULL ? ops : lm_ops_active());
+    const lm_ops *run = d % 16 != 0 ? lm_ops_for(LM_ISA_SCALAR) : ops;
     const size_t ring = cache->recent + cache->group;
 
     /* tasks: chunks of the codes, then the live ring slots (at most two runs) */

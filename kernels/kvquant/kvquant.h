@@ -7,7 +7,7 @@
 #ifndef LONGMIX_KVQUANT_H
 #define LONGMIX_KVQUANT_H
 
-#include "longmix.h"
+#include "lm_core.h"
 #include "lm_ops.h"
 
 /* x {rows, cols} -> codes {rows, cols}, scales {rows}. bits in [2, 16] (LM_ERR_ARG),
@@ -157,13 +157,6 @@ size_t lm_kvq_decode_workspace_floats(size_t group, size_t head_dim);
     case LM_KVQ_KIVI2_G64: body(__VA_ARGS__, 2, 1); break;                                     \
     default: break;                                                                            \
     }
-LM_KVQ_DECODE_DECLARE(scalar);
-LM_KVQ_DECODE_DECLARE(avx2);
-/* avx512: the VNNI kernel when the CPU has AVX512-VNNI (runtime check), else avx512f32. */
-LM_KVQ_DECODE_DECLARE(avx512);
-LM_KVQ_DECODE_DECLARE(avx512f32);
-LM_KVQ_DECODE_DECLARE(avx512vnni);
-LM_KVQ_DECODE_DECLARE(neon);
 
 typedef struct lm_kvq_cache {
     lm_kvq_format format;

@@ -1,11 +1,11 @@
 /* Quantized-cache decode written once over the SIMD mapping layer of
- * kernels/attention/simd_<isa>.h (included first by the ISA file). Defines
+ * kernels/simd/<isa>.h (included first by the ISA file). Defines
  * lm_kvq_decode_<LM_ISA_SUFFIX>. The ISA file also defines the 32-bit word layer:
- *   kq_vi                      VW 32-bit words
- *   KQ_LOADW(p)                VW little-endian words from the bytes at p
+ *   kq_vi                      LM_W 32-bit words
+ *   KQ_LOADW(p)                LM_W little-endian words from the bytes at p
  *   KQ_FIELD(x, shift, mask)   float((x >> shift) & mask) in every lane
  *   KQ_ROUND(x)                round half to even in every lane (float result)
- * The VNNI kernel (avx512vnni.c) defines KQ_VNNI 1 and KQ_STORE_Q8(p, x) (VW integral floats
+ * The VNNI kernel (avx512vnni.c) defines KQ_VNNI 1 and KQ_STORE_Q8(p, x) (LM_W integral floats
  * -> int8) and takes only the query quantization from here; the float body below is for
  * every other path.
  *
@@ -18,7 +18,7 @@
  *            registers from value groups (dims in lanes)
  * Nothing is dequantized to memory; each code is read once for all query heads of the group. */
 #ifndef LM_ISA_SUFFIX
-#error "include kernels/attention/simd_<isa>.h before kvquant_body.h"
+#error "include kernels/simd/<isa>.h before kvquant_body.h"
 #endif
 #ifndef KQ_LOADW
 #error "define the word layer (kq_vi, KQ_LOADW, KQ_FIELD) before kvquant_body.h"
@@ -29,6 +29,8 @@
 #ifndef KQ_ROUND
 #error "define KQ_ROUND (round half to even in every lane) before kvquant_body.h"
 #endif
+
+#include "../simd/online_softmax.h"
 
 #include <float.h>
 #include <math.h>
@@ -44,7 +46,7 @@
 enum { KQ_BLOCK = LM_ATTN_DECODE_BLOCK, KQ_TILE = LM_KVQ_TILE };
 _Static_assert(KQ_BLOCK % LM_KVQ_KIVI_GROUP_MAX == 0 && LM_KVQ_KIVI_GROUP % KQ_TILE == 0,
                "blocks hold whole KIVI groups (32 or 64 tokens), groups whole key tiles");
-_Static_assert(KQ_TILE % VW == 0, "a key tile is whole vectors of tokens");
+_Static_assert(KQ_TILE % LM_W == 0, "a key tile is whole vectors of tokens");
 _Static_assert(64 % KQ_BLOCK == 0, "per-token parameters are padded to 64 tokens (cache.c)");
 
 /* bit offset of element m of a 32-bit word of `bits`-bit codes (kvquant.h) */
@@ -58,18 +60,18 @@ KQ_INLINE unsigned kq_bit(int bits, int m) { return 8u * (unsigned)(m % 4) + (un
 KQ_INLINE float kq_quantize_query(const float *x, size_t d, size_t padded, float *qf,
                                   int8_t *qb, float *sum8)
 {
-    vf mx = V_ZERO();
-    for (size_t c = 0; c < d; c += VW) {
-        vf v = V_LOAD(x + c);
+    LM_V mx = V_ZERO();
+    for (size_t c = 0; c < d; c += LM_W) {
+        LM_V v = V_LOADU(x + c);
         mx = V_MAX(mx, V_MAX(v, V_SUB(V_ZERO(), v))); /* |x| */
     }
     const float amax = V_HMAX(mx);
     const float sq = (float)((double)amax / 127.0);
-    const vf r = V_SET1(amax > 0.0f ? (float)(127.0 / (double)amax) : 0.0f);
-    vf sum = V_ZERO();
-    for (size_t c = 0; c < d; c += VW) {
-        vf code = KQ_ROUND(V_MUL(V_LOAD(x + c), r));
-        V_STORE(qf + c, code);
+    const LM_V r = V_SET1(amax > 0.0f ? (float)(127.0 / (double)amax) : 0.0f);
+    LM_V sum = V_ZERO();
+    for (size_t c = 0; c < d; c += LM_W) {
+        LM_V code = KQ_ROUND(V_MUL(V_LOADU(x + c), r));
+        V_STOREU(qf + c, code);
         sum = V_ADD(sum, code);
 #if KQ_VNNI
         KQ_STORE_Q8(qb + c, code);
@@ -94,20 +96,20 @@ KQ_INLINE void kq_tile_dots(const uint8_t *tile, size_t rows, int bits, const fl
     (void)qb;
     const int per = 32 / bits;
     const unsigned mask = (1u << bits) - 1u;
-    vf acc[DEC_GB][KQ_TILE / VW];
+    LM_V acc[DEC_GB][KQ_TILE / LM_W];
     LM_UNROLL
     for (int b = 0; b < gn; b++)
         LM_UNROLL
-        for (int u = 0; u < KQ_TILE / VW; u++)
+        for (int u = 0; u < KQ_TILE / LM_W; u++)
             acc[b][u] = V_ZERO();
     for (size_t r = 0; r < rows; r++) {
         const uint8_t *row = tile + r * KQ_TILE * 4; /* 16 tokens x `per` dims */
         LM_UNROLL
-        for (int u = 0; u < KQ_TILE / VW; u++) {
-            kq_vi x = KQ_LOADW(row + (size_t)u * VW * 4);
+        for (int u = 0; u < KQ_TILE / LM_W; u++) {
+            kq_vi x = KQ_LOADW(row + (size_t)u * LM_W * 4);
             LM_UNROLL
             for (int m = 0; m < per; m++) {
-                vf f = KQ_FIELD(x, kq_bit(bits, m), mask); /* dim r per + m of VW tokens */
+                LM_V f = KQ_FIELD(x, kq_bit(bits, m), mask); /* dim r per + m of LM_W tokens */
                 LM_UNROLL
                 for (int b = 0; b < gn; b++)
                     acc[b][u] = V_FMA(V_SET1(qf[(g0 + (size_t)b) * padded + r * (size_t)per +
@@ -119,8 +121,8 @@ KQ_INLINE void kq_tile_dots(const uint8_t *tile, size_t rows, int bits, const fl
     LM_UNROLL
     for (int b = 0; b < gn; b++)
         LM_UNROLL
-        for (int u = 0; u < KQ_TILE / VW; u++)
-            V_STORE(s + (g0 + (size_t)b) * KQ_BLOCK + s_off + (size_t)u * VW, acc[b][u]);
+        for (int u = 0; u < KQ_TILE / LM_W; u++)
+            V_STOREU(s + (g0 + (size_t)b) * KQ_BLOCK + s_off + (size_t)u * LM_W, acc[b][u]);
 }
 
 /* dots of every query head against tiles [t0, t0 + 16 tiles) of a block, into s at s_off */
@@ -145,27 +147,27 @@ KQ_INLINE void kq_pv(const uint8_t *codes, size_t d, size_t b0, size_t cnt, cons
 {
     const int per = 32 / bits;
     const unsigned mask = (1u << bits) - 1u;
-    vf acc[DEC_GB][DEC_CV];
+    LM_V acc[DEC_GB][DEC_CV];
     LM_UNROLL
     for (int b = 0; b < gn; b++)
         LM_UNROLL
         for (int e = 0; e < cv; e++)
-            acc[b][e] = V_LOAD(accs + (g0 + (size_t)b) * d + c0 + (size_t)e * VW);
+            acc[b][e] = V_LOADU(accs + (g0 + (size_t)b) * d + c0 + (size_t)e * LM_W);
     for (size_t t = b0; t < b0 + cnt; t += (size_t)per) { /* b0 is a multiple of per */
         const uint8_t *grp = codes + t / (size_t)per * d * 4;
         kq_vi x[DEC_CV];
         LM_UNROLL
         for (int e = 0; e < cv; e++)
-            x[e] = KQ_LOADW(grp + (c0 + (size_t)e * VW) * 4);
+            x[e] = KQ_LOADW(grp + (c0 + (size_t)e * LM_W) * 4);
         LM_UNROLL
         for (int m = 0; m < per; m++) { /* token t + m; weights past cnt are 0 */
-            vf f[DEC_CV];
+            LM_V f[DEC_CV];
             LM_UNROLL
             for (int e = 0; e < cv; e++)
                 f[e] = KQ_FIELD(x[e], kq_bit(bits, m), mask);
             LM_UNROLL
             for (int b = 0; b < gn; b++) {
-                vf wv = V_BCAST(w + (g0 + (size_t)b) * KQ_BLOCK + (t - b0) + (size_t)m);
+                LM_V wv = V_BCAST(w + (g0 + (size_t)b) * KQ_BLOCK + (t - b0) + (size_t)m);
                 LM_UNROLL
                 for (int e = 0; e < cv; e++)
                     acc[b][e] = V_FMA(wv, f[e], acc[b][e]);
@@ -176,7 +178,7 @@ KQ_INLINE void kq_pv(const uint8_t *codes, size_t d, size_t b0, size_t cnt, cons
     for (int b = 0; b < gn; b++)
         LM_UNROLL
         for (int e = 0; e < cv; e++)
-            V_STORE(accs + (g0 + (size_t)b) * d + c0 + (size_t)e * VW, acc[b][e]);
+            V_STOREU(accs + (g0 + (size_t)b) * d + c0 + (size_t)e * LM_W, acc[b][e]);
 }
 
 KQ_INLINE void kq_pv_all(const uint8_t *codes, size_t d, size_t b0, size_t cnt,
@@ -185,13 +187,13 @@ KQ_INLINE void kq_pv_all(const uint8_t *codes, size_t d, size_t b0, size_t cnt,
     size_t g0 = 0;
     for (; g0 + DEC_GB <= group; g0 += DEC_GB) {
         size_t c0 = 0;
-        for (; c0 + DEC_CV * VW <= d; c0 += DEC_CV * VW)
+        for (; c0 + DEC_CV * LM_W <= d; c0 += DEC_CV * LM_W)
             kq_pv(codes, d, b0, cnt, w, g0, DEC_GB, c0, DEC_CV, accs, bits);
-        for (; c0 < d; c0 += VW)
+        for (; c0 < d; c0 += LM_W)
             kq_pv(codes, d, b0, cnt, w, g0, DEC_GB, c0, 1, accs, bits);
     }
     for (; g0 < group; g0++)
-        for (size_t c0 = 0; c0 < d; c0 += VW)
+        for (size_t c0 = 0; c0 < d; c0 += LM_W)
             kq_pv(codes, d, b0, cnt, w, g0, 1, c0, 1, accs, bits);
 }
 
@@ -240,7 +242,7 @@ KQ_INLINE void kq_body(const lm_kvq_view *view, size_t j0, size_t j1, const floa
                                       &sum8[g]);
     }
     memset(accs, 0, group * d * sizeof(float));
-    const vf vscale = V_SET1(scale);
+    const LM_V vscale = V_SET1(scale);
 
     /* key tiles and value groups of a block are the same number of bytes */
     const size_t block_bytes = KQ_BLOCK * view->key_rows * 4;
@@ -255,12 +257,12 @@ KQ_INLINE void kq_body(const lm_kvq_view *view, size_t j0, size_t j1, const floa
             for (size_t t0 = 0; t0 < cnt; t0 += kg) {
                 const float *kp = view->k_params + (b0 + t0) / kg * 2 * d; /* {2, d} */
                 for (size_t g = 0; g < group; g++) {
-                    vf lo_dot = V_ZERO();
+                    LM_V lo_dot = V_ZERO();
                     float *x = qf + g * padded; /* q * s^k in place, then quantized */
-                    for (size_t c = 0; c < d; c += VW) {
-                        vf qv = V_LOAD(q + g * d + c);
-                        V_STORE(x + c, V_MUL(qv, V_LOAD(kp + c)));
-                        lo_dot = V_FMA(qv, V_LOAD(kp + d + c), lo_dot);
+                    for (size_t c = 0; c < d; c += LM_W) {
+                        LM_V qv = V_LOADU(q + g * d + c);
+                        V_STOREU(x + c, V_MUL(qv, V_LOADU(kp + c)));
+                        lo_dot = V_FMA(qv, V_LOADU(kp + d + c), lo_dot);
                     }
                     qlo[g] = V_HSUM(lo_dot);
                     sq[g] = kq_quantize_query(x, d, padded, x, qb + g * padded, &sum8[g]);
@@ -268,55 +270,37 @@ KQ_INLINE void kq_body(const lm_kvq_view *view, size_t j0, size_t j1, const floa
                 const size_t tn = cnt - t0 < kg ? cnt - t0 : kg;
                 kq_dots_all(view, b0 + t0, tn, qf, qb, padded, group, s, t0, bits);
                 for (size_t g = 0; g < group; g++) { /* s_q dot + q . lo (tiles: whole VWs) */
-                    const vf vq = V_SET1(sq[g]), vl = V_SET1(qlo[g]);
-                    for (size_t jj = t0; jj < t0 + tn; jj += VW)
-                        V_STORE(s + g * KQ_BLOCK + jj, V_FMA(vq, V_LOAD(s + g * KQ_BLOCK + jj), vl));
+                    const LM_V vq = V_SET1(sq[g]), vl = V_SET1(qlo[g]);
+                    for (size_t jj = t0; jj < t0 + tn; jj += LM_W)
+                        V_STOREU(s + g * KQ_BLOCK + jj, V_FMA(vq, V_LOADU(s + g * KQ_BLOCK + jj), vl));
                 }
             }
         } else {
             kq_dots_all(view, b0, cnt, qf, qb, padded, group, s, 0, bits);
             const float *ks = view->k_scale + b0; /* {KQ_BLOCK} (0 past the cache) */
             for (size_t g = 0; g < group; g++) {
-                const vf base = V_SET1(offset * sum8[g]); /* exact: integers below 2^24 */
-                const vf vq = V_SET1(sq[g]);
-                for (size_t jj = 0; jj < KQ_BLOCK; jj += VW) /* (dot - off sum q8) s_q s^k */
-                    V_STORE(s + g * KQ_BLOCK + jj, V_MUL(V_SUB(V_LOAD(s + g * KQ_BLOCK + jj), base),
-                                                         V_MUL(vq, V_LOAD(ks + jj))));
+                const LM_V base = V_SET1(offset * sum8[g]); /* exact: integers below 2^24 */
+                const LM_V vq = V_SET1(sq[g]);
+                for (size_t jj = 0; jj < KQ_BLOCK; jj += LM_W) /* (dot - off sum q8) s_q s^k */
+                    V_STOREU(s + g * KQ_BLOCK + jj, V_MUL(V_SUB(V_LOADU(s + g * KQ_BLOCK + jj), base),
+                                                         V_MUL(vq, V_LOADU(ks + jj))));
             }
         }
 
         const float *vs = view->v_scale + b0, *vlo = view->v_lo + b0; /* {KQ_BLOCK} each */
         for (size_t g = 0; g < group; g++) {       /* online softmax, then weights p s^v */
             float *sg = s + g * KQ_BLOCK;
-            for (size_t jj = cnt; jj < KQ_BLOCK; jj++)
-                sg[jj] = -INFINITY;
-            vf mx = V_SET1(m[g]);
-            for (size_t jj = 0; jj < KQ_BLOCK; jj += VW) {
-                vf x = V_MUL(V_LOAD(sg + jj), vscale);
-                V_STORE(sg + jj, x);
-                mx = V_MAX(mx, x);
-            }
-            const float mnew = V_HMAX(mx);
-            const vf vm = V_SET1(mnew);
-            vf sum = V_ZERO();
-            for (size_t jj = 0; jj < KQ_BLOCK; jj += VW) {
-                vf p = V_EXP(V_SUB(V_LOAD(sg + jj), vm));
-                V_STORE(sg + jj, p);
-                sum = V_ADD(sum, p);
-            }
-            const float al = expf(m[g] - mnew);
-            l[g] = l[g] * al + V_HSUM(sum);
-            m[g] = mnew;
-            vf lo_acc = V_ZERO(); /* sum_j p_j lo^v_j, added to every channel */
-            for (size_t jj = 0; jj < KQ_BLOCK; jj += VW) { /* p = 0 past cnt */
-                vf p = V_LOAD(sg + jj);
-                lo_acc = V_FMA(p, V_LOAD(vlo + jj), lo_acc);
-                V_STORE(sg + jj, V_MUL(p, V_LOAD(vs + jj)));
+            const float al = lm_online_softmax_block(sg, cnt, KQ_BLOCK, vscale, &m[g], &l[g]);
+            LM_V lo_acc = V_ZERO(); /* sum_j p_j lo^v_j, added to every channel */
+            for (size_t jj = 0; jj < KQ_BLOCK; jj += LM_W) { /* p = 0 past cnt */
+                LM_V p = V_LOADU(sg + jj);
+                lo_acc = V_FMA(p, V_LOADU(vlo + jj), lo_acc);
+                V_STOREU(sg + jj, V_MUL(p, V_LOADU(vs + jj)));
             }
             const float lo_sum = V_HSUM(lo_acc);
-            const vf va = V_SET1(al), vlo_sum = V_SET1(lo_sum);
-            for (size_t c = 0; c < d; c += VW)
-                V_STORE(accs + g * d + c, V_FMA(V_LOAD(accs + g * d + c), va, vlo_sum));
+            const LM_V va = V_SET1(al), vlo_sum = V_SET1(lo_sum);
+            for (size_t c = 0; c < d; c += LM_W)
+                V_STOREU(accs + g * d + c, V_FMA(V_LOADU(accs + g * d + c), va, vlo_sum));
         }
         kq_pv_all(view->v_codes, d, b0, cnt, s, group, accs, bits);
     }

@@ -5,7 +5,7 @@
 #include "kvquant.h"
 
 #include "../attention/attention.h"
-#include "../attention/simd_neon.h"
+#include "../simd/neon.h"
 
 /* word layer: 4 32-bit little-endian words; field = float((x >> shift) & mask) */
 typedef uint32x4_t kq_vi;

@@ -2,7 +2,7 @@
 #include "kvquant.h"
 
 #include "../attention/attention.h"
-#include "../attention/simd_scalar.h"
+#include "../simd/scalar.h"
 
 #include <string.h>
 

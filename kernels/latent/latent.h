@@ -6,7 +6,7 @@
 #ifndef LONGMIX_LATENT_H
 #define LONGMIX_LATENT_H
 
-#include "longmix.h"
+#include "lm_core.h"
 #include "lm_ops.h"
 
 /* Cache per token: layers * (latent_dim + rope_dim) * bits / 8 bytes (floor).

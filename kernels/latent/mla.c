@@ -84,7 +84,9 @@ lm_status lm_mla_attend_absorbed(const lm_mla_shape *s, const float *q, const fl
                                  const float *w_uk, const float *w_uv, size_t n_q, size_t n,
                                  bool causal, float *o, const lm_ops *ops, lm_error *err)
 {
-    lm_status status = check_args(s, q, ckv, w_uk, w_uv, n_q, n, causal, o, err);
+    lm_status status = lm_ops_check(ops, err);
+    if (status == LM_OK)
+        status = check_args(s, q, ckv, w_uk, w_uv, n_q, n, causal, o, err);
     if (status != LM_OK)
         return status;
     const size_t H = s->heads, L = s->latent, R = s->rope, dk = L + R, dq = s->nope + s->rope;
@@ -115,8 +117,7 @@ lm_status lm_mla_attend_absorbed(const lm_mla_shape *s, const float *q, const fl
                                   {LM_ATTN_MASK_CAUSAL, 0, 0, 0}, scale};
         status = lm_attn_prefill(&a, ops, NULL, err);
     } else {
-        const lm_ops *run = dk % 16 != 0 ? lm_ops_for(LM_ISA_SCALAR)
-                                         : (ops != NULL ? ops : lm_ops_active());
+        const lm_ops *run = dk % 16 != 0 ? lm_ops_for(LM_ISA_SCALAR) : ops;
         for (size_t i = 0; i < n_q && status == LM_OK; i++)
             status = shared_row_decode(run, qa + i * H * dk, ckv, n, dk, H, scale,
                                        mixed + i * H * dk, err);
@@ -166,12 +167,14 @@ lm_status lm_mla_expand(const lm_mla_shape *s, const float *ckv, size_t n, const
                         const float *w_uv, bool token_major, float *k, float *v,
                         const lm_ops *ops, lm_error *err)
 {
-    lm_status status = lm_mla_check(s, err);
+    lm_status status = lm_ops_check(ops, err);
+    if (status == LM_OK)
+        status = lm_mla_check(s, err);
     if (status != LM_OK)
         return status;
     if (n == 0 || ckv == NULL || w_uk == NULL || w_uv == NULL || k == NULL || v == NULL)
         return lm_fail(err, LM_ERR_ARG, "n must be positive and ckv, w_uk, w_uv, k, v given");
-    const lm_ops *run = ops != NULL ? ops : lm_ops_active();
+    const lm_ops *run = ops;
     const size_t H = s->heads, dq = s->nope + s->rope;
     const size_t blocks = (n + MLA_EXPAND_BLOCK - 1) / MLA_EXPAND_BLOCK;
 #pragma omp parallel for schedule(dynamic, 1)
@@ -195,7 +198,7 @@ static lm_status expanded_decode(const lm_mla_shape *s, const float *q, const fl
 {
     const size_t H = s->heads, dq = s->nope + s->rope, B = MLA_EXPAND_BLOCK;
     const size_t blocks = (n + B - 1) / B, parts = n_q * H * blocks;
-    const lm_ops *run = ops != NULL ? ops : lm_ops_active();
+    const lm_ops *run = ops;
     const lm_ops *attn = dq % 16 != 0 ? lm_ops_for(LM_ISA_SCALAR) : run;
     const float scale = 1.0f / sqrtf((float)dq);
     float *m = lm_alloc(parts * sizeof(float)), *l = lm_alloc(parts * sizeof(float));
@@ -242,7 +245,9 @@ lm_status lm_mla_attend_expanded(const lm_mla_shape *s, const float *q, const fl
                                  const float *w_uk, const float *w_uv, size_t n_q, size_t n,
                                  bool causal, float *o, const lm_ops *ops, lm_error *err)
 {
-    lm_status status = check_args(s, q, ckv, w_uk, w_uv, n_q, n, causal, o, err);
+    lm_status status = lm_ops_check(ops, err);
+    if (status == LM_OK)
+        status = check_args(s, q, ckv, w_uk, w_uv, n_q, n, causal, o, err);
     if (status != LM_OK)
         return status;
     const size_t H = s->heads, dq = s->nope + s->rope;

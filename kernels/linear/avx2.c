@@ -4,7 +4,7 @@
 #endif
 #include "linear.h"
 
-#include "../ssm/simd_avx2.h"
+#include "../simd/avx2.h"
 #define RECURRENT_NAME lm_linear_recurrent_f32_avx2
 #define CHUNKED_NAME lm_linear_chunked_f32_avx2
 #include "linear_body.h"

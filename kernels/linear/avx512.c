@@ -4,7 +4,7 @@
 #endif
 #include "linear.h"
 
-#include "../ssm/simd_avx512.h"
+#include "../simd/avx512.h"
 #define RECURRENT_NAME lm_linear_recurrent_f32_avx512
 #define CHUNKED_NAME lm_linear_chunked_f32_avx512
 #include "linear_body.h"

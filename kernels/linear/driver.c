@@ -18,9 +18,12 @@ size_t lm_linear_chunk_work_floats(const lm_linear_f32 *p, size_t chunk)
            round16(C * C) + 5 * round16(C) + 2 * round16(dk);
 }
 
-lm_status lm_linear_attention_f32(lm_linear_head_f32_fn kernel, bool chunked,
-                                  const lm_linear_f32 *p, size_t chunk, lm_error *err)
+lm_status lm_linear_attention_f32(const lm_linear_f32 *p, bool chunked, size_t chunk,
+                                  const lm_ops *ops, lm_error *err)
 {
+    lm_status ops_status = lm_ops_check(ops, err);
+    if (ops_status != LM_OK)
+        return ops_status;
     if (p == NULL)
         return lm_fail(err, LM_ERR_ARG, "p must not be NULL");
     const size_t H = p->heads, L = p->length, dk = p->d_key;
@@ -48,9 +51,8 @@ lm_status lm_linear_attention_f32(lm_linear_head_f32_fn kernel, bool chunked,
                 return lm_fail(err, LM_ERR_DOMAIN, "gate must lie in (0, 1], gate[%zu] = %g",
                                i, (double)p->gate[i]);
     }
-    if (kernel == NULL)
-        kernel = chunked ? lm_ops_active()->linear_chunked_f32
-                         : lm_ops_active()->linear_recurrent_f32;
+    lm_linear_head_fn *const kernel = chunked ? ops->linear_chunked_f32
+                                              : ops->linear_recurrent_f32;
     if (!chunked)
         chunk = 1;
     const size_t per_thread = lm_linear_chunk_work_floats(p, chunk);

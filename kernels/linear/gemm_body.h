@@ -1,5 +1,5 @@
 /* Small dense helpers of the linear-attention kernel bodies (gemm_acc is also exported per
- * ISA as lm_gemm_acc_f32_<isa>), instantiated through kernels/ssm/simd_<isa>.h: a
+ * ISA as lm_gemm_acc_f32_<isa>), instantiated through kernels/simd/<isa>.h: a
  * horizontal sum, a dot product,
  * small matrix products C (+)= op(A) B built on one register-blocked micro-kernel, a row
  * scaling, a transpose and the elu + 1 feature map on whole vectors.

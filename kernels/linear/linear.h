@@ -3,7 +3,8 @@
 #ifndef LONGMIX_LINEAR_H
 #define LONGMIX_LINEAR_H
 
-#include "longmix.h"
+#include "lm_core.h"
+#include "lm_ops.h"
 
 #include <stddef.h>
 
@@ -123,45 +124,20 @@ lm_status lm_linear_gated_f64_ref(const lm_linear_f64 *p, lm_error *err);
 /* Floats of workspace one head of the chunked kernel needs at chunk size `chunk`. */
 size_t lm_linear_chunk_work_floats(const lm_linear_f32 *p, size_t chunk);
 
-/* Fast kernels, one head: recurrent (chunk ignored, work unused) or chunked; work holds
+/* Fast kernels, one head (slots linear_recurrent_f32 and linear_chunked_f32 of
+ * lm_kernels.h): recurrent (chunk ignored, work unused) or chunked; work holds
  * lm_linear_chunk_work_floats(p, chunk) floats, 64-byte aligned. No allocation. */
-typedef void (*lm_linear_head_f32_fn)(const lm_linear_f32 *p, size_t head, size_t chunk,
-                                      float *work);
-void lm_linear_recurrent_f32_scalar(const lm_linear_f32 *p, size_t head, size_t chunk,
-                                    float *work);
-void lm_linear_recurrent_f32_avx2(const lm_linear_f32 *p, size_t head, size_t chunk,
-                                  float *work);
-void lm_linear_recurrent_f32_avx512(const lm_linear_f32 *p, size_t head, size_t chunk,
-                                    float *work);
-void lm_linear_recurrent_f32_neon(const lm_linear_f32 *p, size_t head, size_t chunk,
-                                  float *work);
-void lm_linear_chunked_f32_scalar(const lm_linear_f32 *p, size_t head, size_t chunk,
-                                  float *work);
-void lm_linear_chunked_f32_avx2(const lm_linear_f32 *p, size_t head, size_t chunk,
-                                float *work);
-void lm_linear_chunked_f32_avx512(const lm_linear_f32 *p, size_t head, size_t chunk,
-                                  float *work);
-void lm_linear_chunked_f32_neon(const lm_linear_f32 *p, size_t head, size_t chunk,
-                                float *work);
 
 /* C {m, n} += A {m, kk} B {kk, n} with row strides lda, ldb, ldc: the register-blocked
  * product of the chunked kernels (gemm_body.h), exposed through the dispatch table for
- * other families (the latent-attention expansion). No validation: a kernel. */
-typedef void (*lm_gemm_acc_f32_fn)(size_t m, size_t n, size_t kk, const float *a, size_t lda,
-                                   const float *b, size_t ldb, float *c, size_t ldc);
-void lm_gemm_acc_f32_scalar(size_t m, size_t n, size_t kk, const float *a, size_t lda,
-                            const float *b, size_t ldb, float *c, size_t ldc);
-void lm_gemm_acc_f32_avx2(size_t m, size_t n, size_t kk, const float *a, size_t lda,
-                          const float *b, size_t ldb, float *c, size_t ldc);
-void lm_gemm_acc_f32_avx512(size_t m, size_t n, size_t kk, const float *a, size_t lda,
-                            const float *b, size_t ldb, float *c, size_t ldc);
-void lm_gemm_acc_f32_neon(size_t m, size_t n, size_t kk, const float *a, size_t lda,
-                          const float *b, size_t ldb, float *c, size_t ldc);
+ * other families (the latent-attention expansion). No validation: a kernel.
+ * Slot gemm_acc_f32 of lm_kernels.h. */
 
 /* The operator: validates (sizes, arrays, normalize needs elu1, chunk > 0 when chunked,
- * gates in (0, 1]: LM_ERR_DOMAIN), then runs `kernel` (NULL: the active ISA's recurrent
- * or chunked kernel by `chunked`) over the heads with OpenMP, one workspace per thread. */
-lm_status lm_linear_attention_f32(lm_linear_head_f32_fn kernel, bool chunked,
-                                  const lm_linear_f32 *p, size_t chunk, lm_error *err);
+ * gates in (0, 1]: LM_ERR_DOMAIN), then runs the linear_chunked_f32 (chunked) or
+ * linear_recurrent_f32 kernel of `ops` over the heads with OpenMP, one workspace per
+ * thread. */
+lm_status lm_linear_attention_f32(const lm_linear_f32 *p, bool chunked, size_t chunk,
+                                  const lm_ops *ops, lm_error *err);
 
 #endif

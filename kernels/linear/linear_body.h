@@ -1,10 +1,10 @@
 /* The multi-head linear-attention kernels (linear.h), written once and instantiated per
- * ISA through the mapping layer kernels/ssm/simd_<isa>.h; RECURRENT_NAME and CHUNKED_NAME
+ * ISA through the mapping layer kernels/simd/<isa>.h; RECURRENT_NAME and CHUNKED_NAME
  * name the two public functions. Vectors run along the rows of row-major matrices (the
  * value dimension of S and y, the key index of the score rows); small matrix products run on
  * the register-blocked micro-kernel of gemm_body.h. */
 #include "gemm_body.h"
-#include "../ssm/state_row.h"
+#include "../simd/state_row.h"
 
 static inline float feature(lm_linear_feature f, float x)
 {

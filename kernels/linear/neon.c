@@ -4,7 +4,7 @@
 #endif
 #include "linear.h"
 
-#include "../ssm/simd_neon.h"
+#include "../simd/neon.h"
 #define RECURRENT_NAME lm_linear_recurrent_f32_neon
 #define CHUNKED_NAME lm_linear_chunked_f32_neon
 #include "linear_body.h"

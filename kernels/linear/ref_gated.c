@@ -2,19 +2,10 @@
  * elu+1 feature, no / scalar / per-channel decay (linear.h states the math). Token by
  * token, one head at a time, for clarity. */
 #include "linear.h"
+#include "lm_validate.h"
 
 #include <math.h>
 #include <stdlib.h>
-
-static lm_status require_finite(const double *v, size_t n, const char *name, lm_error *err)
-{
-    if (v != NULL)
-        for (size_t i = 0; i < n; i++)
-            if (!isfinite(v[i]))
-                return lm_fail(err, LM_ERR_NONFINITE, "%s must contain only finite values "
-                               "(%s[%zu])", name, name, i);
-    return LM_OK;
-}
 
 static double phi(lm_linear_feature feature, double x)
 {
@@ -37,12 +28,12 @@ lm_status lm_linear_gated_f64_ref(const lm_linear_f64 *p, lm_error *err)
                        "map keeps the denominator positive)");
     const size_t gate_count = p->gate_kind == LM_LINEAR_GATE_CHANNEL ? H * L * dk : H * L;
     lm_status s;
-    if ((s = require_finite(p->q, H * L * dk, "q", err)) != LM_OK ||
-        (s = require_finite(p->k, H * L * dk, "k", err)) != LM_OK ||
-        (s = require_finite(p->v, H * L * dv, "v", err)) != LM_OK ||
-        (s = require_finite(p->gate_kind ? p->gate : NULL, gate_count, "gate", err)) != LM_OK ||
-        (s = require_finite(p->s0, H * dk * dv, "s0", err)) != LM_OK ||
-        (s = require_finite(p->z0, H * dk, "z0", err)) != LM_OK)
+    if ((s = lm_require_finite_or_null_f64("q", p->q, H * L * dk, err)) != LM_OK ||
+        (s = lm_require_finite_or_null_f64("k", p->k, H * L * dk, err)) != LM_OK ||
+        (s = lm_require_finite_or_null_f64("v", p->v, H * L * dv, err)) != LM_OK ||
+        (s = lm_require_finite_or_null_f64("gate", p->gate_kind ? p->gate : NULL, gate_count, err)) != LM_OK ||
+        (s = lm_require_finite_or_null_f64("s0", p->s0, H * dk * dv, err)) != LM_OK ||
+        (s = lm_require_finite_or_null_f64("z0", p->z0, H * dk, err)) != LM_OK)
         return s;
     if (p->gate_kind != LM_LINEAR_GATE_NONE)
         for (size_t i = 0; i < gate_count; i++)

@@ -4,7 +4,7 @@
 #endif
 #include "scan.h"
 
-#include "../ssm/simd_avx2.h"
+#include "../simd/avx2.h"
 #define SCAN_NAME lm_scan_affine_f32_avx2
 #define REDUCE_NAME lm_scan_affine_reduce_f32_avx2
 #define SCAN_BLOCK scan_block_avx2

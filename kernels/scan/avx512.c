@@ -4,7 +4,7 @@
 #endif
 #include "scan.h"
 
-#include "../ssm/simd_avx512.h"
+#include "../simd/avx512.h"
 #define SCAN_NAME lm_scan_affine_f32_avx512
 #define REDUCE_NAME lm_scan_affine_reduce_f32_avx512
 #define SCAN_BLOCK scan_block_avx512

@@ -28,7 +28,7 @@ static void wait_for(const atomic_size_t *published, size_t i)
  * chunk i in slot i % 2: chunk i + 1 reads it before publishing, and chunk i + 2 writes the
  * slot only after that. work = ends, then {prod, acc, state} per thread. The state after
  * the last chunk is the kernel's (the last row), as in the sequential scan. */
-static void scan_chunks(lm_scan_affine_f32_fn kernel, lm_scan_affine_reduce_f32_fn reduce,
+static void scan_chunks(lm_scan_affine_fn *kernel, lm_scan_affine_reduce_fn *reduce,
                         const float *a, const float *b, size_t steps, size_t width,
                         const float *initial_state, float *states, float *final_state,
                         size_t chunk, size_t threads, float *work)
@@ -68,11 +68,13 @@ static void scan_chunks(lm_scan_affine_f32_fn kernel, lm_scan_affine_reduce_f32_
     }
 }
 
-lm_status lm_scan_affine_f32(lm_scan_affine_f32_fn kernel, lm_scan_affine_reduce_f32_fn reduce,
-                             const float *a, const float *b, size_t steps, size_t width,
+lm_status lm_scan_affine_f32(const float *a, const float *b, size_t steps, size_t width,
                              const float *initial_state, float *states, float *final_state,
-                             size_t chunk, size_t parts, lm_error *err)
+                             size_t chunk, size_t parts, const lm_ops *ops, lm_error *err)
 {
+    lm_status ops_status = lm_ops_check(ops, err);
+    if (ops_status != LM_OK)
+        return ops_status;
     if (steps == 0 || width == 0)
         return lm_fail(err, LM_ERR_SHAPE, "steps and width must be positive, got {%zu, %zu}",
                        steps, width);
@@ -80,10 +82,8 @@ lm_status lm_scan_affine_f32(lm_scan_affine_f32_fn kernel, lm_scan_affine_reduce
         return lm_fail(err, LM_ERR_SHAPE, "a, b and states must be given");
     if (chunk == 0)
         return lm_fail(err, LM_ERR_ARG, "chunk must be positive");
-    if (kernel == NULL)
-        kernel = lm_ops_active()->scan_affine_f32;
-    if (reduce == NULL)
-        reduce = lm_ops_active()->scan_affine_reduce_f32;
+    lm_scan_affine_fn *const kernel = ops->scan_affine_f32;
+    lm_scan_affine_reduce_fn *const reduce = ops->scan_affine_reduce_f32;
     if (parts == 0)
         parts = (size_t)omp_get_max_threads();
     /* More parts than chunks of the sequence would only add empty work. */

@@ -4,7 +4,7 @@
 #endif
 #include "scan.h"
 
-#include "../ssm/simd_neon.h"
+#include "../simd/neon.h"
 #define SCAN_NAME lm_scan_affine_f32_neon
 #define REDUCE_NAME lm_scan_affine_reduce_f32_neon
 #define SCAN_BLOCK scan_block_neon

@@ -1,7 +1,7 @@
 /* Portable float32 affine scan (scan_body.h with one float per vector). */
 #include "scan.h"
 
-#include "../ssm/simd_scalar.h"
+#include "../simd/scalar.h"
 #define SCAN_NAME lm_scan_affine_f32_scalar
 #define REDUCE_NAME lm_scan_affine_reduce_f32_scalar
 #define SCAN_BLOCK scan_block_scalar

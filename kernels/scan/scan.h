@@ -3,7 +3,8 @@
 #ifndef LONGMIX_SCAN_H
 #define LONGMIX_SCAN_H
 
-#include "longmix.h"
+#include "lm_core.h"
+#include "lm_ops.h"
 
 #include <stddef.h>
 
@@ -95,33 +96,11 @@ lm_status lm_scan_chunk_boundary_demo(uint64_t seed, size_t steps, size_t width,
  * Rows of `width` floats, row-major {steps, width}, vectorized across the width; the time
  * loop is serial inside a kernel and split into chunks by the driver. */
 
-/* Sequential scan of steps rows: h = a[t] * h + b[t]; out[t] = h.
- * a, b, out {steps, width}; state {width}: h before the first row on entry, after the last
- * on return. out may alias b (in place). */
-typedef void (*lm_scan_affine_f32_fn)(const float *a, const float *b, size_t steps,
-                                      size_t width, float *state, float *out);
-/* The composition of steps rows as one affine map h -> prod * h + acc:
- * prod = a[0] * ... * a[steps-1], acc = the scan of those rows from h = 0.
- * prod, acc {width} (written). */
-typedef void (*lm_scan_affine_reduce_f32_fn)(const float *a, const float *b, size_t steps,
-                                             size_t width, float *prod, float *acc);
-
-void lm_scan_affine_f32_scalar(const float *a, const float *b, size_t steps, size_t width,
-                               float *state, float *out);
-void lm_scan_affine_f32_avx2(const float *a, const float *b, size_t steps, size_t width,
-                             float *state, float *out);
-void lm_scan_affine_f32_avx512(const float *a, const float *b, size_t steps, size_t width,
-                               float *state, float *out);
-void lm_scan_affine_f32_neon(const float *a, const float *b, size_t steps, size_t width,
-                             float *state, float *out);
-void lm_scan_affine_reduce_f32_scalar(const float *a, const float *b, size_t steps,
-                                      size_t width, float *prod, float *acc);
-void lm_scan_affine_reduce_f32_avx2(const float *a, const float *b, size_t steps,
-                                    size_t width, float *prod, float *acc);
-void lm_scan_affine_reduce_f32_avx512(const float *a, const float *b, size_t steps,
-                                      size_t width, float *prod, float *acc);
-void lm_scan_affine_reduce_f32_neon(const float *a, const float *b, size_t steps,
-                                    size_t width, float *prod, float *acc);
+/* The kernels (slots scan_affine_f32 and scan_affine_reduce_f32 of lm_kernels.h):
+ * the sequential scan of steps rows, h = a[t] * h + b[t]; out[t] = h (a, b, out {steps,
+ * width}; state {width} in and out; out may alias b), and the composition of steps rows as
+ * one affine map h -> prod * h + acc (prod = a[0] * ... * a[steps-1], acc = the scan of
+ * those rows from h = 0; prod, acc {width}). */
 
 /* The operator, h_t = a_t * h_{t-1} + b_t over {steps, width} from initial_state {width}
  * (NULL = zero) into states {steps, width}; final_state {width} (NULL = not wanted).
@@ -136,10 +115,9 @@ void lm_scan_affine_reduce_f32_neon(const float *a, const float *b, size_t steps
  * 256 KiB of a + b) read memory once. The result depends on chunk only through rounding.
  * The team is min(parts, chunks, the OpenMP thread budget); parts == 0 takes the budget.
  * LM_ERR_SHAPE for a zero size or NULL array, LM_ERR_NOMEM for the per-thread workspace
- * (allocated once per call). kernel/reduce NULL: the active ISA's. */
-lm_status lm_scan_affine_f32(lm_scan_affine_f32_fn kernel, lm_scan_affine_reduce_f32_fn reduce,
-                             const float *a, const float *b, size_t steps, size_t width,
+ * (allocated once per call). The kernels are those of `ops`. */
+lm_status lm_scan_affine_f32(const float *a, const float *b, size_t steps, size_t width,
                              const float *initial_state, float *states, float *final_state,
-                             size_t chunk, size_t parts, lm_error *err);
+                             size_t chunk, size_t parts, const lm_ops *ops, lm_error *err);
 
 #endif

@@ -1,5 +1,5 @@
 /* The affine-scan kernel bodies, instantiated per ISA through the mapping layer of
- * kernels/ssm/simd_<isa>.h; SCAN_NAME / REDUCE_NAME name the two functions. Vectors run
+ * kernels/simd/<isa>.h; SCAN_NAME / REDUCE_NAME name the two functions. Vectors run
  * across the width; the last width % LM_W columns take a scalar loop. The time loop
  * carries one FMA dependency per vector per row, so a 16-wide row costs one FMA latency
  * and the scan is bound by memory, not arithmetic. Wide rows are walked in time blocks of

@@ -4,7 +4,7 @@
 #ifndef LONGMIX_SPARSE_H
 #define LONGMIX_SPARSE_H
 
-#include "longmix.h"
+#include "lm_core.h"
 
 /* Window of w plus global tokens, causally: M[i, j] = 1 when j <= i and (i - j < w or
  * j is global or i is global). global_tokens {n_global}, each < n (n_global may be 0).

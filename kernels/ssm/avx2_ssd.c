@@ -5,7 +5,7 @@
 #endif
 #include <stdbool.h>
 
-#include "simd_avx2.h"
+#include "../simd/avx2.h"
 #define SSD_CHUNKED_NAME lm_ssd_chunked_f32_avx2
 #include "ssd_body.h"
 #define SSD_STEP_NAME lm_ssd_step_f32_avx2

@@ -6,12 +6,12 @@
 #endif
 #include "ssm.h"
 
-#include "simd_avx512.h"
+#include "../simd/avx512.h"
 #define MAMBA1_BLOCK mamba1_block_avx512
 #define MAMBA1_DECODE_BLOCK mamba1_decode_block_avx512
 #include "mamba1_body.h"
 
-void lm_ssm_mamba1_scan_f32_avx512(const lm_ssm_mamba1_f32 *p, size_t batch_index,
+void lm_mamba1_scan_f32_avx512(const lm_ssm_mamba1_f32 *p, size_t batch_index,
                                    size_t d_begin, size_t d_end)
 {
     size_t d = d_begin;
@@ -20,5 +20,5 @@ void lm_ssm_mamba1_scan_f32_avx512(const lm_ssm_mamba1_f32 *p, size_t batch_inde
             mamba1_decode_block_avx512(p, batch_index, d);
         else
             mamba1_block_avx512(p, batch_index, d);
-    lm_ssm_mamba1_scan_f32_scalar(p, batch_index, d, d_end);
+    lm_mamba1_scan_f32_scalar(p, batch_index, d, d_end);
 }

@@ -42,14 +42,14 @@ lm_status lm_ssm_mamba1_check_f32(const lm_ssm_mamba1_f32 *p, lm_error *err)
     return LM_OK;
 }
 
-lm_status lm_ssm_mamba1_scan_f32_with(lm_ssm_mamba1_scan_f32_fn kernel,
-                                      const lm_ssm_mamba1_f32 *p, lm_error *err)
+lm_status lm_ssm_mamba1_scan_f32(const lm_ssm_mamba1_f32 *p, const lm_ops *ops, lm_error *err)
 {
-    lm_status status = lm_ssm_mamba1_check_f32(p, err);
+    lm_status status = lm_ops_check(ops, err);
+    if (status == LM_OK)
+        status = lm_ssm_mamba1_check_f32(p, err);
     if (status != LM_OK)
         return status;
-    if (kernel == NULL)
-        return lm_fail(err, LM_ERR_ARG, "kernel must not be NULL");
+    lm_mamba1_scan_fn *const kernel = ops->mamba1_scan_f32;
     const size_t blocks = (p->channels + MAMBA1_CHANNEL_BLOCK - 1) / MAMBA1_CHANNEL_BLOCK;
     const long long items = (long long)(p->batch * blocks);
     /* A fork/join costs microseconds (milliseconds on a busy box): tiny calls such as one
@@ -68,13 +68,8 @@ lm_status lm_ssm_mamba1_scan_f32_with(lm_ssm_mamba1_scan_f32_fn kernel,
     return LM_OK;
 }
 
-lm_status lm_ssm_mamba1_scan_f32(const lm_ssm_mamba1_f32 *p, lm_error *err)
-{
-    return lm_ssm_mamba1_scan_f32_with(lm_ops_active()->mamba1_scan_f32, p, err);
-}
-
-lm_status lm_ssm_mamba1_decode_f32(lm_ssm_mamba1_scan_f32_fn kernel,
-                                   const lm_ssm_mamba1_f32 *p, lm_error *err)
+lm_status lm_ssm_mamba1_decode_f32(const lm_ssm_mamba1_f32 *p, const lm_ops *ops,
+                                   lm_error *err)
 {
     if (p == NULL)
         return lm_fail(err, LM_ERR_ARG, "p must not be NULL");
@@ -84,7 +79,5 @@ lm_status lm_ssm_mamba1_decode_f32(lm_ssm_mamba1_scan_f32_fn kernel,
     if (p->h0 == NULL || p->h0 != p->h_final)
         return lm_fail(err, LM_ERR_ARG, "h0 and h_final must be the same state buffer "
                        "(the decode step updates it in place)");
-    return lm_ssm_mamba1_scan_f32_with(kernel != NULL ? kernel
-                                                      : lm_ops_active()->mamba1_scan_f32,
-                                       p, err);
+    return lm_ssm_mamba1_scan_f32(p, ops, err);
 }

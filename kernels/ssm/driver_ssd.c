@@ -4,6 +4,7 @@
  * sequences (ssm.h explains the correspondence); the decode step updates the state in
  * place. */
 #include "ssm.h"
+#include "lm_math.h"
 #include "lm_ops.h"
 
 #include <math.h>
@@ -42,7 +43,6 @@ static inline void prefetch_row(const float *row, size_t count, bool for_write)
 #endif
 }
 
-static float softplusf(float u) { return fmaxf(u, 0.0f) + log1pf(expf(-fabsf(u))); }
 
 static lm_status check(const lm_ssm_ssd_f32 *p, lm_error *err)
 {
@@ -89,21 +89,6 @@ static void store_state(const lm_ssm_ssd_f32 *p, size_t item, const float *s)
     for (size_t i = 0; i < P; i++)
         for (size_t n = 0; n < N; n++)
             hf[i * N + n] = s[n * P + i];
-}
-
-/* The ISA table whose chunked linear-attention kernel is `kernel` (NULL: the active one),
- * so that a caller naming a path's kernel gets that path's SSD kernel; NULL when `kernel`
- * is none of them. */
-static const lm_ops *ops_of(lm_linear_head_f32_fn kernel)
-{
-    if (kernel == NULL)
-        return lm_ops_active();
-    for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
-        const lm_ops *ops = lm_ops_for((lm_isa)isa);
-        if (ops != NULL && ops->linear_chunked_f32 == kernel)
-            return ops;
-    }
-    return NULL;
 }
 
 /* sc {C, C} = the scores C_t . B_s (s <= t < n) of one chunk, zero above the diagonal:
@@ -208,24 +193,21 @@ static lm_status ssd_chunked(const lm_ops *ops, const lm_ssm_ssd_f32 *p, size_t 
     return LM_OK;
 }
 
-lm_status lm_ssm_ssd_scan_f32(lm_linear_head_f32_fn kernel, bool chunked,
-                              const lm_ssm_ssd_f32 *p, size_t chunk, lm_error *err)
+lm_status lm_ssm_ssd_scan_f32(const lm_ssm_ssd_f32 *p, bool chunked, size_t chunk,
+                              const lm_ops *ops, lm_error *err)
 {
-    lm_status status = check(p, err);
+    lm_status status = lm_ops_check(ops, err);
+    if (status == LM_OK)
+        status = check(p, err);
     if (status != LM_OK)
         return status;
     if (chunked && chunk == 0)
         return lm_fail(err, LM_ERR_ARG, "chunk must be positive");
-    if (chunked) {
-        const lm_ops *ops = ops_of(kernel);
-        if (ops != NULL)
-            return ssd_chunked(ops, p, chunk, err);
-    }
-    if (kernel == NULL)
-        kernel = chunked ? lm_ops_active()->linear_chunked_f32
-                         : lm_ops_active()->linear_recurrent_f32;
-    if (!chunked)
-        chunk = 1;
+    if (chunked)
+        return ssd_chunked(ops, p, chunk, err);
+    /* recurrent: the linear-attention kernel, one token per "chunk" */
+    lm_linear_head_fn *const kernel = ops->linear_recurrent_f32;
+    chunk = 1;
     const size_t B = p->batch, L = p->length, H = p->heads, P = p->head_dim;
     const size_t G = p->groups, N = p->state;
     /* Time is walked in blocks of T tokens (a whole number of chunks, so the chunk
@@ -280,7 +262,7 @@ lm_status lm_ssm_ssd_scan_f32(lm_linear_head_f32_fn kernel, bool chunked,
                  * side so that B and C are shared by the heads of a group */
                 for (size_t t = 0; t < len; t++) {
                     const size_t row = bi * L + t0 + t;
-                    const float delta = softplusf(p->dt_raw[row * H + h] + bias);
+                    const float delta = lm_softplus_f32(p->dt_raw[row * H + h] + bias);
                     lg[t] = delta * p->a[h];
                     const float *x = p->x + (row * H + h) * P; /* {P} */
                     float *xt = xb + t * P, *vt = v + t * P;
@@ -328,14 +310,14 @@ lm_status lm_ssm_ssd_scan_f32(lm_linear_head_f32_fn kernel, bool chunked,
     return LM_OK;
 }
 
-lm_status lm_ssm_ssd_decode_f32_with(lm_ssd_step_f32_fn kernel, const lm_ssm_ssd_f32 *p,
-                                     lm_error *err)
+lm_status lm_ssm_ssd_decode_f32(const lm_ssm_ssd_f32 *p, const lm_ops *ops, lm_error *err)
 {
-    lm_status status = check(p, err);
+    lm_status status = lm_ops_check(ops, err);
+    if (status == LM_OK)
+        status = check(p, err);
     if (status != LM_OK)
         return status;
-    if (kernel == NULL)
-        return lm_fail(err, LM_ERR_ARG, "kernel must not be NULL");
+    lm_ssd_step_fn *const kernel = ops->ssd_step_f32;
     if (p->length != 1)
         return lm_fail(err, LM_ERR_ARG, "length must be 1 for a decode step, got %zu", p->length);
     if (p->h0 == NULL || p->h0 != p->h_final)
@@ -347,15 +329,10 @@ lm_status lm_ssm_ssd_decode_f32_with(lm_ssd_step_f32_fn kernel, const lm_ssm_ssd
     for (long long item = 0; item < items; item++) {
         const size_t bi = (size_t)item / H, h = (size_t)item % H, g = h / (H / G);
         const float delta =
-            softplusf(p->dt_raw[bi * H + h] + (p->dt_bias ? p->dt_bias[h] : 0.0f));
+            lm_softplus_f32(p->dt_raw[bi * H + h] + (p->dt_bias ? p->dt_bias[h] : 0.0f));
         kernel(p->x + (bi * H + h) * P, p->b + (bi * G + g) * N, p->c + (bi * G + g) * N, P, N,
                expf(delta * p->a[h]), delta, p->skip ? p->skip[h] : 0.0f,
                p->h_final + (bi * H + h) * P * N, p->y + (bi * H + h) * P);
     }
     return LM_OK;
-}
-
-lm_status lm_ssm_ssd_decode_f32(const lm_ssm_ssd_f32 *p, lm_error *err)
-{
-    return lm_ssm_ssd_decode_f32_with(lm_ops_active()->ssd_step_f32, p, err);
 }

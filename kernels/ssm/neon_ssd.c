@@ -5,7 +5,7 @@
 #endif
 #include <stdbool.h>
 
-#include "simd_neon.h"
+#include "../simd/neon.h"
 #define SSD_CHUNKED_NAME lm_ssd_chunked_f32_neon
 #include "ssd_body.h"
 #define SSD_STEP_NAME lm_ssd_step_f32_neon

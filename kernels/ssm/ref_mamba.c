@@ -2,24 +2,10 @@
  * clarity, one (batch row, channel, token, state index) at a time; it validates every
  * input and is the reference for each float32 path. */
 #include "ssm.h"
+#include "lm_validate.h"
+#include "lm_math.h"
 
 #include <math.h>
-
-static lm_status require_finite(const double *values, size_t count, const char *name,
-                                lm_error *err)
-{
-    if (values == NULL)
-        return LM_OK;
-    for (size_t i = 0; i < count; i++)
-        if (!isfinite(values[i]))
-            return lm_fail(err, LM_ERR_NONFINITE, "%s must contain only finite values "
-                           "(%s[%zu] = %g)", name, name, i, values[i]);
-    return LM_OK;
-}
-
-/* softplus(u) = log(1 + e^u), evaluated as max(u, 0) + log1p(exp(-|u|)): no overflow for
- * large u, no cancellation for very negative u, never negative. */
-static double softplus(double u) { return fmax(u, 0.0) + log1p(exp(-fabs(u))); }
 
 static double silu(double v) { return v / (1.0 + exp(-v)); }
 
@@ -44,15 +30,15 @@ lm_status lm_ssm_mamba1_scan_f64_ref(const lm_ssm_mamba1_f64 *p, lm_error *err)
         return status;
     const size_t B = p->batch, L = p->length, D = p->channels, N = p->state;
     const size_t tokens = B * L;
-    if ((status = require_finite(p->x, tokens * D, "x", err)) != LM_OK ||
-        (status = require_finite(p->delta_raw, tokens * D, "delta_raw", err)) != LM_OK ||
-        (status = require_finite(p->delta_bias, D, "delta_bias", err)) != LM_OK ||
-        (status = require_finite(p->a, D * N, "a", err)) != LM_OK ||
-        (status = require_finite(p->b, tokens * N, "b", err)) != LM_OK ||
-        (status = require_finite(p->c, tokens * N, "c", err)) != LM_OK ||
-        (status = require_finite(p->skip, D, "skip", err)) != LM_OK ||
-        (status = require_finite(p->z, tokens * D, "z", err)) != LM_OK ||
-        (status = require_finite(p->h0, B * D * N, "h0", err)) != LM_OK)
+    if ((status = lm_require_finite_or_null_f64("x", p->x, tokens * D, err)) != LM_OK ||
+        (status = lm_require_finite_or_null_f64("delta_raw", p->delta_raw, tokens * D, err)) != LM_OK ||
+        (status = lm_require_finite_or_null_f64("delta_bias", p->delta_bias, D, err)) != LM_OK ||
+        (status = lm_require_finite_or_null_f64("a", p->a, D * N, err)) != LM_OK ||
+        (status = lm_require_finite_or_null_f64("b", p->b, tokens * N, err)) != LM_OK ||
+        (status = lm_require_finite_or_null_f64("c", p->c, tokens * N, err)) != LM_OK ||
+        (status = lm_require_finite_or_null_f64("skip", p->skip, D, err)) != LM_OK ||
+        (status = lm_require_finite_or_null_f64("z", p->z, tokens * D, err)) != LM_OK ||
+        (status = lm_require_finite_or_null_f64("h0", p->h0, B * D * N, err)) != LM_OK)
         return status;
     for (size_t i = 0; i < D * N; i++)
         if (p->a[i] > 0.0)
@@ -69,7 +55,7 @@ lm_status lm_ssm_mamba1_scan_f64_ref(const lm_ssm_mamba1_f64 *p, lm_error *err)
                 const size_t row = bi * L + t;
                 const double x = p->x[row * D + d];
                 const double bias = p->delta_bias != NULL ? p->delta_bias[d] : 0.0;
-                const double delta = softplus(p->delta_raw[row * D + d] + bias);
+                const double delta = lm_softplus_f64(p->delta_raw[row * D + d] + bias);
                 const double *bt = p->b + row * N, *ct = p->c + row * N; /* {N} */
                 double y = 0.0;
                 for (size_t n = 0; n < N; n++) {

@@ -1,20 +1,11 @@
 /* Float64 oracle of the Mamba-2 SSD recurrence (ssm.h), token by token. */
 #include "ssm.h"
+#include "lm_validate.h"
+#include "lm_math.h"
 
 #include <math.h>
 #include <stdlib.h>
 
-static lm_status require_finite(const double *v, size_t n, const char *name, lm_error *err)
-{
-    if (v != NULL)
-        for (size_t i = 0; i < n; i++)
-            if (!isfinite(v[i]))
-                return lm_fail(err, LM_ERR_NONFINITE, "%s must contain only finite values "
-                               "(%s[%zu])", name, name, i);
-    return LM_OK;
-}
-
-static double softplus(double u) { return fmax(u, 0.0) + log1p(exp(-fabs(u))); }
 
 lm_status lm_ssm_ssd_f64_ref(const lm_ssm_ssd_f64 *p, lm_error *err)
 {
@@ -28,14 +19,14 @@ lm_status lm_ssm_ssd_f64_ref(const lm_ssm_ssd_f64 *p, lm_error *err)
     if (!p->x || !p->dt_raw || !p->a || !p->b || !p->c || !p->y)
         return lm_fail(err, LM_ERR_SHAPE, "x, dt_raw, a, b, c and y must be given");
     lm_status s;
-    if ((s = require_finite(p->x, B * L * H * P, "x", err)) != LM_OK ||
-        (s = require_finite(p->dt_raw, B * L * H, "dt_raw", err)) != LM_OK ||
-        (s = require_finite(p->dt_bias, H, "dt_bias", err)) != LM_OK ||
-        (s = require_finite(p->a, H, "a", err)) != LM_OK ||
-        (s = require_finite(p->b, B * L * G * N, "b", err)) != LM_OK ||
-        (s = require_finite(p->c, B * L * G * N, "c", err)) != LM_OK ||
-        (s = require_finite(p->skip, H, "skip", err)) != LM_OK ||
-        (s = require_finite(p->h0, B * H * P * N, "h0", err)) != LM_OK)
+    if ((s = lm_require_finite_or_null_f64("x", p->x, B * L * H * P, err)) != LM_OK ||
+        (s = lm_require_finite_or_null_f64("dt_raw", p->dt_raw, B * L * H, err)) != LM_OK ||
+        (s = lm_require_finite_or_null_f64("dt_bias", p->dt_bias, H, err)) != LM_OK ||
+        (s = lm_require_finite_or_null_f64("a", p->a, H, err)) != LM_OK ||
+        (s = lm_require_finite_or_null_f64("b", p->b, B * L * G * N, err)) != LM_OK ||
+        (s = lm_require_finite_or_null_f64("c", p->c, B * L * G * N, err)) != LM_OK ||
+        (s = lm_require_finite_or_null_f64("skip", p->skip, H, err)) != LM_OK ||
+        (s = lm_require_finite_or_null_f64("h0", p->h0, B * H * P * N, err)) != LM_OK)
         return s;
     for (size_t h = 0; h < H; h++)
         if (p->a[h] > 0.0)
@@ -52,7 +43,7 @@ lm_status lm_ssm_ssd_f64_ref(const lm_ssm_ssd_f64 *p, lm_error *err)
             for (size_t t = 0; t < L; t++) {
                 const size_t row = bi * L + t;
                 const double delta =
-                    softplus(p->dt_raw[row * H + h] + (p->dt_bias ? p->dt_bias[h] : 0.0));
+                    lm_softplus_f64(p->dt_raw[row * H + h] + (p->dt_bias ? p->dt_bias[h] : 0.0));
                 const double abar = exp(delta * p->a[h]);
                 const double *x = p->x + (row * H + h) * P;   /* {P} */
                 const double *bt = p->b + (row * G + g) * N;  /* {N} */

@@ -1,5 +1,5 @@
 /* The chunked Mamba-2 SSD kernel (ssd_chunked.h), written once and instantiated per ISA
- * through simd_<isa>.h; SSD_CHUNKED_NAME names the public function.
+ * through kernels/simd/<isa>.h; SSD_CHUNKED_NAME names the public function.
  *
  * Two products per sub-chunk, both on register-blocked tiles of SSD_MR rows x SSD_NV
  * vectors (per step k: SSD_NV loads of a row of the right operand, SSD_MR broadcasts):

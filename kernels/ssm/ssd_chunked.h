@@ -17,6 +17,8 @@
 #ifndef LONGMIX_SSD_CHUNKED_H
 #define LONGMIX_SSD_CHUNKED_H
 
+#include "lm_kernels.h"
+
 #include <stddef.h>
 
 /* Largest decay range of a sub-chunk: w_s <= e^48 (about 7e20), far from float overflow
@@ -50,25 +52,10 @@ static inline size_t lm_ssd_chunked_work_floats(size_t chunk, size_t head_dim)
 
 /* Runs the block's chunks in order, updating blk->s in place and writing blk->y.
  * blk->scores must hold the block's chunk scores; work holds
- * lm_ssd_chunked_work_floats(chunk, head_dim) floats. */
-typedef void (*lm_ssd_chunked_f32_fn)(const lm_ssd_block_f32 *blk, float *work);
-void lm_ssd_chunked_f32_scalar(const lm_ssd_block_f32 *blk, float *work);
-void lm_ssd_chunked_f32_avx2(const lm_ssd_block_f32 *blk, float *work);
-void lm_ssd_chunked_f32_avx512(const lm_ssd_block_f32 *blk, float *work);
-void lm_ssd_chunked_f32_neon(const lm_ssd_block_f32 *blk, float *work);
+ * lm_ssd_chunked_work_floats(chunk, head_dim) floats (slot ssd_chunked_f32 of lm_kernels.h). */
 
 /* One decode step of one head (ssd_step_body.h): S {P, N} updated in place,
- * S_i = abar S_i + (delta x_i) b, y_i = S_i . c + skip x_i. x, y {P}; b, c {N}. */
-typedef void (*lm_ssd_step_f32_fn)(const float *x, const float *b, const float *c, size_t P,
-                                   size_t N, float abar, float delta, float skip, float *S,
-                                   float *y);
-void lm_ssd_step_f32_scalar(const float *x, const float *b, const float *c, size_t P,
-                            size_t N, float abar, float delta, float skip, float *S, float *y);
-void lm_ssd_step_f32_avx2(const float *x, const float *b, const float *c, size_t P,
-                          size_t N, float abar, float delta, float skip, float *S, float *y);
-void lm_ssd_step_f32_avx512(const float *x, const float *b, const float *c, size_t P,
-                            size_t N, float abar, float delta, float skip, float *S, float *y);
-void lm_ssd_step_f32_neon(const float *x, const float *b, const float *c, size_t P,
-                          size_t N, float abar, float delta, float skip, float *S, float *y);
+ * S_i = abar S_i + (delta x_i) b, y_i = S_i . c + skip x_i. x, y {P}; b, c {N}
+ * (slot ssd_step_f32 of lm_kernels.h). */
 
 #endif

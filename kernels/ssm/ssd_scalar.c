@@ -2,7 +2,7 @@
  * per "vector" and libm's expf/log1pf. */
 #include <stdbool.h>
 
-#include "simd_scalar.h"
+#include "../simd/scalar.h"
 #define SSD_CHUNKED_NAME lm_ssd_chunked_f32_scalar
 #include "ssd_body.h"
 #define SSD_STEP_NAME lm_ssd_step_f32_scalar

@@ -1,5 +1,5 @@
 /* One Mamba-2 SSD decode step of one (batch row, head), instantiated per ISA by the
- * *_ssd.c files through the mapping layer simd_<isa>.h; SSD_STEP_NAME names it.
+ * *_ssd.c files through the vocabulary kernels/simd/<isa>.h; SSD_STEP_NAME names it.
  * The state S {P, N} is row-major (rows i of N floats), so each row runs along N in
  * vectors, two accumulators for y_i, the last N % LM_W floats one at a time:
  *   S_i = abar S_i + (delta x_i) B;   y_i = S_i . C + skip x_i. */

@@ -4,7 +4,8 @@
 #ifndef LONGMIX_SSM_H
 #define LONGMIX_SSM_H
 
-#include "longmix.h"
+#include "lm_core.h"
+#include "lm_ops.h"
 #include "../linear/linear.h"
 #include "ssd_chunked.h"
 
@@ -116,37 +117,25 @@ typedef struct lm_ssm_mamba1_f32 {
  * may be partly written when LM_ERR_NUMERIC is returned. */
 lm_status lm_ssm_mamba1_scan_f64_ref(const lm_ssm_mamba1_f64 *p, lm_error *err);
 
-/* Fast kernel: batch row `batch_index`, channels [d_begin, d_end) of the scan above, in
- * float32. Shapes are the driver's to validate; no allocation, no threads. */
-typedef void (*lm_ssm_mamba1_scan_f32_fn)(const lm_ssm_mamba1_f32 *p, size_t batch_index,
-                                          size_t d_begin, size_t d_end);
-void lm_ssm_mamba1_scan_f32_scalar(const lm_ssm_mamba1_f32 *p, size_t batch_index,
-                                   size_t d_begin, size_t d_end);
-void lm_ssm_mamba1_scan_f32_avx2(const lm_ssm_mamba1_f32 *p, size_t batch_index,
-                                 size_t d_begin, size_t d_end);
-void lm_ssm_mamba1_scan_f32_avx512(const lm_ssm_mamba1_f32 *p, size_t batch_index,
-                                   size_t d_begin, size_t d_end);
-void lm_ssm_mamba1_scan_f32_neon(const lm_ssm_mamba1_f32 *p, size_t batch_index,
-                                 size_t d_begin, size_t d_end);
+/* Fast kernels (slot mamba1_scan_f32, lm_kernels.h): batch row `batch_index`, channels
+ * [d_begin, d_end) of the scan above, in float32. Shapes are the driver's to validate; no
+ * allocation, no threads. */
 
 /* Checks what the fast kernels assume: sizes non-zero, N <= LM_SSM_MAX_STATE, required
  * pointers set, every A finite and <= 0 (LM_ERR_DOMAIN names the first positive entry).
  * Token data are not scanned for NaN (an O(L D) pass the oracle does). */
 lm_status lm_ssm_mamba1_check_f32(const lm_ssm_mamba1_f32 *p, lm_error *err);
 
-/* The operator: checks p, then runs the active ISA's kernel over every (batch row, block of
- * channels) with OpenMP (the calling thread's OMP team size). */
-lm_status lm_ssm_mamba1_scan_f32(const lm_ssm_mamba1_f32 *p, lm_error *err);
-/* Same with an explicit kernel (tests and the contract run every ISA path). */
-lm_status lm_ssm_mamba1_scan_f32_with(lm_ssm_mamba1_scan_f32_fn kernel,
-                                      const lm_ssm_mamba1_f32 *p, lm_error *err);
+/* The operator: checks p, then runs the mamba1_scan_f32 kernel of `ops` over every (batch
+ * row, block of channels) with OpenMP (the calling thread's OMP team size). */
+lm_status lm_ssm_mamba1_scan_f32(const lm_ssm_mamba1_f32 *p, const lm_ops *ops, lm_error *err);
 
 /* Decode step: one token per batch row, state updated in place. p->length must be 1 and
  * p->h0 == p->h_final (the state {B, D, N}); x, delta_raw, z, y are {B, D}, b and c {B, N}.
- * The same kernel as the scan (a one-token scan; kernel NULL: the active ISA's); LM_ERR_ARG
+ * The same kernel as the scan (a one-token scan, the mamba1_scan_f32 kernel of `ops`); LM_ERR_ARG
  * when length != 1 or the state is not shared. */
-lm_status lm_ssm_mamba1_decode_f32(lm_ssm_mamba1_scan_f32_fn kernel,
-                                   const lm_ssm_mamba1_f32 *p, lm_error *err);
+lm_status lm_ssm_mamba1_decode_f32(const lm_ssm_mamba1_f32 *p, const lm_ops *ops,
+                                   lm_error *err);
 
 /* ---- float64 references: the lesson's SSMs (kernels/ssm/ref_lesson.c, lesson
  *      section 5) ---------------------------------------------------------------------
@@ -251,24 +240,20 @@ typedef struct lm_ssm_ssd_f32 {
  * non-positive ..."). */
 lm_status lm_ssm_ssd_f64_ref(const lm_ssm_ssd_f64 *p, lm_error *err);
 
-/* The operator: checks p (as the oracle, without scanning token data), then
- *   chunked: the SSD kernel (ssd_chunked_f32) of the path whose linear_chunked_f32 is
- *            `kernel` (NULL: the active path), on chunk scores computed once per group; a
- *            kernel of no path runs through the linear-attention form as before;
- *   recurrent: for every (batch row, head) `kernel` (NULL: the active ISA's recurrent
- *            kernel) over blocks of time with the head's state carried in place.
+/* The operator: checks p (as the oracle, without scanning token data), then with the
+ * kernels of `ops`
+ *   chunked: the SSD kernel (ssd_chunked_f32, with gemm_acc_f32 for the chunk scores
+ *            computed once per group);
+ *   recurrent: for every (batch row, head) the recurrent linear-attention kernel
+ *            (linear_recurrent_f32) over blocks of time with the head's state in place.
  * chunk 0 is LM_ERR_ARG when chunked. */
-lm_status lm_ssm_ssd_scan_f32(lm_linear_head_f32_fn kernel, bool chunked,
-                              const lm_ssm_ssd_f32 *p, size_t chunk, lm_error *err);
+lm_status lm_ssm_ssd_scan_f32(const lm_ssm_ssd_f32 *p, bool chunked, size_t chunk,
+                              const lm_ops *ops, lm_error *err);
 
 /* Decode step: length must be 1 and h0 == h_final (the state {B, H, P, N} updated in
- * place); x, y {B, H, P}, dt_raw {B, H}, b, c {B, G, N}. The active ISA's step kernel
+ * place); x, y {B, H, P}, dt_raw {B, H}, b, c {B, G, N}. The ssd_step_f32 kernel of `ops`
  * (ssd_step_body.h: along the state rows, no transposition) for every (batch row, head),
  * OpenMP over them when the state is large. */
-lm_status lm_ssm_ssd_decode_f32(const lm_ssm_ssd_f32 *p, lm_error *err);
-/* Same with an explicit step kernel (tests and the contract run every ISA path);
- * LM_ERR_ARG when kernel is NULL. */
-lm_status lm_ssm_ssd_decode_f32_with(lm_ssd_step_f32_fn kernel, const lm_ssm_ssd_f32 *p,
-                                     lm_error *err);
+lm_status lm_ssm_ssd_decode_f32(const lm_ssm_ssd_f32 *p, const lm_ops *ops, lm_error *err);
 
 #endif

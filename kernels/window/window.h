@@ -4,7 +4,7 @@
 #ifndef LONGMIX_WINDOW_H
 #define LONGMIX_WINDOW_H
 
-#include "longmix.h"
+#include "lm_core.h"
 
 /* M[i, j] = 1 when 0 <= i - j < w. mask {n, n}. LM_ERR_SHAPE when n is 0, LM_ERR_ARG
  * when w is 0. */

@@ -46,6 +46,17 @@ test_sweep_resume_skips_rows_present() {
   [ "$(wc -l < "$WORK/s.csv")" -eq 4 ]
   head -3 "$WORK/s.csv" | cmp -s - "$WORK/first.csv"  # the old rows are kept as they were
 }
+test_sweep_old_kernel_names_are_aliases() {
+  # the sweep's names before the kernel list: accepted, rows written under the word, and a
+  # CSV whose rows carry the old name is resumed as the word
+  expect_exit 0 "$LONGMIX" sweep --kernel affine_scan --ctx 64 --d-inner 16 --chunk 16 --reps 1 \
+    --isa scalar --no-roofline --out "$WORK/a.csv"
+  "$PYTHON" -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); assert [x["kernel"] for x in r] == ["scan_affine"], r' "$WORK/a.csv"
+  sed 's/,scan_affine,/,affine_scan,/' "$WORK/a.csv" > "$WORK/old.csv"
+  expect_exit 0 "$LONGMIX" sweep --kernel scan_affine --ctx 64 --d-inner 16 --chunk 16 --reps 1 \
+    --isa scalar --no-roofline --out "$WORK/old.csv" --resume
+  expect_text err "0 configurations measured, 1 skipped (present)"
+}
 test_sweep_interleave_writes_every_row_once() {
   # gemv at 2 sizes x 1 and 2 threads: "threads" measures two groups of two, "all" one group
   # of four; every row checked against its reference; a resumed run measures nothing again

@@ -34,7 +34,7 @@ step() { echo "== $* ($(($(date +%s) - started)) s)"; }
 
 # Twelve configurations of a fraction of a second each on one thread (the affine scan at two
 # lengths and six chunk sizes): shard K of 4 gets three.
-SWEEP=(--kernel affine_scan --ctx 1024,4096 --chunk 16..512 --threads 1 --reps 3 --no-roofline)
+SWEEP=(--kernel scan_affine --ctx 1024,4096 --chunk 16..512 --threads 1 --reps 3 --no-roofline)
 SUBMIT=scripts/slurm/submit.sh
 
 rows() { [ -f "$1" ] && echo $(($(wc -l <"$1") - 1)) || echo 0; }

@@ -1,0 +1,12 @@
+"""The results files' kernel words. CSVs written before the kernel list (kernels/include/
+lm_kernels.h) name two kernels by their old words; every script reads them as the new ones,
+as `longmix sweep --resume` does."""
+
+OLD_NAMES = {"attn_decode_q": "kvq_decode", "affine_scan": "scan_affine"}
+
+
+def canonical(row):
+    """Rewrites row["kernel"] (a csv.DictReader row) from an old word to its word; returns row."""
+    if "kernel" in row:
+        row["kernel"] = OLD_NAMES.get(row["kernel"], row["kernel"])
+    return row
