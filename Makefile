@@ -77,28 +77,18 @@ BIN       := $(BUILD)/longmix
 UNIT      := $(BUILD)/tests/unit
 DEPFILES  := $(LIB_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 
-# ---- dependencies: install from Debian when a header or tool is missing ----------
-HOST_TRIPLET := $(shell uname -m)-linux-gnu
-DEP_FILES := /usr/include/jansson.h /usr/include/nettle/sha2.h /usr/include/$(HOST_TRIPLET)/sleef.h \
-             /usr/bin/clang /usr/lib/python3/dist-packages/numpy /usr/lib/python3/dist-packages/matplotlib \
-             /usr/include/hwloc.h /usr/include/criterion/criterion.h \
-             /usr/include/benchmark/benchmark.h /usr/bin/pkg-config
-MISSING_DEPS := $(strip $(foreach f,$(DEP_FILES),$(if $(wildcard $(f)),,$(f))))
-ifneq ($(MISSING_DEPS),)
-  $(info longmix: missing $(MISSING_DEPS); running scripts/install-deps.sh)
-  $(if $(shell scripts/install-deps.sh >&2 && echo ok),,$(error scripts/install-deps.sh failed; see above))
-endif
-ifeq ($(ARCH),aarch64)
-  NEON_DEP_FILES := /usr/bin/aarch64-linux-gnu-gcc /usr/bin/qemu-aarch64 /usr/lib/aarch64-linux-gnu/libsleef.so \
-                    /usr/lib/aarch64-linux-gnu/libjansson.so /usr/lib/aarch64-linux-gnu/libnettle.so \
-                    /usr/lib/aarch64-linux-gnu/libhwloc.so /usr/lib/aarch64-linux-gnu/libgomp.so.1
-  ifneq ($(strip $(foreach f,$(NEON_DEP_FILES),$(if $(wildcard $(f)),,$(f)))),)
-    $(if $(shell scripts/install-deps.sh --neon >&2 && echo ok),,$(error scripts/install-deps.sh --neon failed))
-  endif
+# ---- dependencies: scripts/install-deps.sh installs what is missing ----------------
+# Its package lists are the one source of truth: a single dpkg query when all are there.
+# help and clean need nothing; test-fresh needs only debootstrap on this machine.
+DEPS_GOALS := $(filter-out help clean test-fresh,$(or $(MAKECMDGOALS),all))
+DEPS_SETS  := $(if $(DEPS_GOALS),host) $(if $(filter aarch64,$(ARCH)),neon) \
+              $(if $(filter test-fresh,$(MAKECMDGOALS)),fresh)
+ifneq ($(strip $(DEPS_SETS)),)
+  $(if $(shell scripts/install-deps.sh $(DEPS_SETS) >&2 && echo ok),,$(error scripts/install-deps.sh $(strip $(DEPS_SETS)) failed; see above))
 endif
 
-.PHONY: all run test check test-unit test-cli test-sanitize test-clang test-neon verify \
-        neon bench sweep targets report clean help FORCE
+.PHONY: all run test check test-unit test-cli test-sanitize test-clang test-neon test-fresh \
+        verify neon bench sweep targets report clean help FORCE
 .DEFAULT_GOAL := all
 
 all: $(BIN) $(LIB) ## Build build/longmix and build/liblongmix.a
@@ -184,6 +174,11 @@ test-neon: ## Cross-build for AArch64 and verify the contracts under qemu-aarch6
 # qemu-aarch64 can hang (see RUNNER); a bounded run fails loudly instead of stalling CI.
 neon: $(BIN)
 	timeout 1200 $(RUNNER) $(BIN) verify
+
+# Not part of `make test` (30-60 min, needs root and the network): docs/dependencies.md.
+FRESH_ARGS ?=
+test-fresh: ## A fresh Debian 12 root (debootstrap): make run + make test inside, timed
+	scripts/test-fresh.sh $(FRESH_ARGS)
 
 verify: $(BIN) ## longmix verify on every contract in contracts/SHA256SUMS
 	$(BIN) verify
