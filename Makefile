@@ -88,6 +88,7 @@ ifneq ($(strip $(DEPS_SETS)),)
 endif
 
 .PHONY: all run test check test-unit test-cli test-sanitize test-clang test-neon test-fresh \
+        test-rebuild \
         verify neon bench sweep targets report clean help FORCE
 .DEFAULT_GOAL := all
 
@@ -174,6 +175,9 @@ test-neon: ## Cross-build for AArch64 and verify the contracts under qemu-aarch6
 # qemu-aarch64 can hang (see RUNNER); a bounded run fails loudly instead of stalling CI.
 neon: $(BIN)
 	timeout 1200 $(RUNNER) $(BIN) verify
+
+test-rebuild: ## Contract builders' bytes under every installed BLAS and NumPy/glibc CPU dispatch
+	PYTHON=$(PYTHON) scripts/check-rebuild.sh
 
 # Not part of `make test` (30-60 min, needs root and the network): docs/dependencies.md.
 FRESH_ARGS ?=

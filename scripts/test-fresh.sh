@@ -10,8 +10,9 @@
 #     --rev REV     the commit to test (default HEAD; uncommitted changes are not tested)
 #     --suite NAME  default bookworm (Debian 12)
 #     --keep        keep the root afterwards (unmounted) to look inside
-# Logs: DIR/make-run.log, DIR/make-test.log, DIR/debootstrap.log; DIR/summary.txt holds the
-# times and results. Exit 0 when both commands pass. Needs root; takes 30-60 minutes.
+# Then, in the same root, the contract builders' bytes under OpenBLAS and the reference BLAS
+# (scripts/check-rebuild.sh). Logs: DIR/{debootstrap,make-run,make-test,check-rebuild}.log;
+# DIR/summary.txt holds the times and results. Exit 0 when all pass. Needs root; 30-60 min.
 # The root's mounts are undone and its processes stopped on every exit (error, Ctrl-C).
 set -euo pipefail
 
@@ -150,6 +151,18 @@ for target in run test; do
   fi
 done
 note "packages in the root: $(inside "dpkg-query -W | wc -l" 2>/dev/null || echo '?')"
+# The root's NumPy runs on OpenBLAS (python3-matplotlib pulls it in); with the reference
+# BLAS beside it, the builders' bytes are compared under both (scripts/check-rebuild.sh).
+say "contract rebuilds under each BLAS (log: $dir/check-rebuild.log)"
+if inside "DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libblas3 \
+             && scripts/check-rebuild.sh" >"$dir/check-rebuild.log" 2>&1; then
+  note "check-rebuild: $(tail -1 "$dir/check-rebuild.log")"
+  grep -E '^== |BLAS:' "$dir/check-rebuild.log" | sed 's/^/    /' | tee -a "$summary" >&2
+else
+  note "check-rebuild: FAILED; the end of its log:"
+  tail -n 20 "$dir/check-rebuild.log" | sed 's/^/    | /' | tee -a "$summary" >&2
+  status=1
+fi
 [ "$status" -eq 0 ] && note "test-fresh: make run and make test pass on a fresh $suite" \
                     || note "test-fresh: FAILED (logs in $dir)"
 exit "$status"
