@@ -4,6 +4,23 @@
 #   make SANITIZER=address,undefined BUILD=build/asan test-unit
 #   make CC=clang       the same with clang
 #   make ARCH=aarch64   cross-build the NEON path (BUILD defaults to build/aarch64)
+#   make SANITIZER=thread   ThreadSanitizer build in build/tsan, with clang (make test-tsan)
+
+comma     := ,
+# ThreadSanitizer must see every synchronisation. Debian's libgomp is not built with TSan,
+# so its barriers and locks are invisible and every parallel region would be reported as
+# a race; clang's libomp is, through its Archer tool (libomp-14-dev), which tells TSan
+# about OpenMP barriers, locks, reductions and tasks. So SANITIZER=thread means clang.
+TSAN      := $(filter thread,$(subst $(comma), ,$(SANITIZER)))
+ifneq ($(TSAN),)
+  ifeq ($(origin CC),default)
+    CC    := clang
+  endif
+  ifeq ($(findstring clang,$(CC)),)
+    $(error SANITIZER=thread needs CC=clang (libomp + Archer): Debian's libgomp is not TSan-instrumented, so gcc builds would report OpenMP's own synchronisation as races)
+  endif
+  BUILD   ?= build/tsan
+endif
 
 ARCH      ?= $(shell uname -m)
 ifeq ($(ARCH),aarch64)
@@ -88,7 +105,7 @@ ifneq ($(strip $(DEPS_SETS)),)
 endif
 
 .PHONY: all run test check test-unit test-cli test-sanitize test-clang test-neon test-fresh \
-        test-rebuild \
+        test-rebuild test-tsan \
         verify neon bench sweep targets report clean help FORCE
 .DEFAULT_GOAL := all
 
@@ -148,10 +165,11 @@ run: $(BIN) ## Install, build, verify every contract, measure (~5 min on 2 cores
 	echo "make run: report in results/report.md (figures results/fig_*.png, data results/*.csv)"; \
 	[ $$fail = 0 ]
 
-test: ## Every test: unit + CLI, then ASan+UBSan, clang, and the NEON path under qemu
+test: ## Every test: unit + CLI, then ASan+UBSan, clang, TSan, and the NEON path under qemu
 	$(MAKE) --no-print-directory check
 	$(MAKE) --no-print-directory test-sanitize
 	$(MAKE) --no-print-directory test-clang
+	$(MAKE) --no-print-directory test-tsan
 	$(MAKE) --no-print-directory test-neon
 	@echo "make test: all suites passed"
 
@@ -168,6 +186,13 @@ test-sanitize: ## The whole suite under AddressSanitizer + UndefinedBehaviorSani
 
 test-clang: ## Build and unit-test with clang 14 (warnings are errors)
 	$(MAKE) --no-print-directory CC=clang BUILD=build/clang test-unit
+
+# The kernels' OpenMP drivers and the sweep driver on 2 threads under ThreadSanitizer:
+# scripts/test-tsan.sh checks that TSan both catches a race and sees OpenMP's
+# synchronisation (Archer), then runs every kernel contract case and a short sweep.
+test-tsan: ## ThreadSanitizer (clang, libomp + Archer): every kernel contract case and a sweep, 2 threads
+	$(MAKE) --no-print-directory SANITIZER=thread CC=clang BUILD=build/tsan OPT=-O1 build/tsan/longmix
+	CC=clang scripts/test-tsan.sh build/tsan/longmix
 
 test-neon: ## Cross-build for AArch64 and verify the contracts under qemu-aarch64
 	$(MAKE) --no-print-directory ARCH=aarch64 neon
