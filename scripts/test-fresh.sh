@@ -3,15 +3,16 @@
 # root with debootstrap (minbase + make, git, ca-certificates) from the Debian mirror this
 # machine's apt uses, copies a clean clone of the current commit in, and runs `make run`
 # then `make test` inside it (chroot, as root), timing each. Everything else the two
-# commands need they must install themselves.
+# commands need they must install themselves. Then, briefly, `make bench`, `sweep` and
+# `report` (their dependencies too), and, in the same root, the contract builders' bytes
+# under OpenBLAS and the reference BLAS (scripts/check-rebuild.sh).
 #   scripts/test-fresh.sh [--keep] [--dir DIR] [--mirror URL] [--rev REV] [--suite NAME]
 #     --dir DIR     where the root and the logs go (default build/fresh; needs ~6 GB)
 #     --mirror URL  Debian mirror (default: the one serving SUITE in /etc/apt/sources*)
 #     --rev REV     the commit to test (default HEAD; uncommitted changes are not tested)
 #     --suite NAME  default bookworm (Debian 12)
 #     --keep        keep the root afterwards (unmounted) to look inside
-# Then, in the same root, the contract builders' bytes under OpenBLAS and the reference BLAS
-# (scripts/check-rebuild.sh). Logs: DIR/{debootstrap,make-run,make-test,check-rebuild}.log;
+# Logs: DIR/debootstrap.log, DIR/make-{run,test,bench,sweep,report}.log, check-rebuild.log;
 # DIR/summary.txt holds the times and results. Exit 0 when all pass. Needs root; 30-60 min.
 # The root's mounts are undone and its processes stopped on every exit (error, Ctrl-C).
 set -euo pipefail
@@ -135,21 +136,29 @@ inside() {  # a command line run in the root, as a login shell of root would
     /bin/bash -c "cd /root/longmix && $1"
 }
 status=0
-for target in run test; do
-  say "make $target (log: $dir/make-$target.log)"
-  t=$(date +%s) rc=0
-  inside "make $target" >"$dir/make-$target.log" 2>&1 || rc=$?
+# make_in NAME ARGS: `make ARGS` in the root, timed, its log in DIR/make-NAME.log
+make_in() {
+  local name=$1 args=$2 t rc=0 secs
+  say "make $args (log: $dir/make-$name.log)"
+  t=$(date +%s)
+  inside "make $args" >"$dir/make-$name.log" 2>&1 || rc=$?
   secs=$(( $(date +%s) - t ))
   if [ "$rc" -eq 0 ]; then
-    note "make $target: passed in $secs s ($((secs / 60)) min $((secs % 60)) s)"
+    note "make $args: passed in $secs s ($((secs / 60)) min $((secs % 60)) s)"
   else
-    note "make $target: FAILED (exit $rc) after $secs s; the end of its log:"
-    tail -n 30 "$dir/make-$target.log" | sed 's/^/    | /' | tee -a "$summary" >&2
-    grep -E '^(FAIL|not ok)|error:|Error [0-9]' "$dir/make-$target.log" | head -20 \
+    note "make $args: FAILED (exit $rc) after $secs s; the end of its log:"
+    tail -n 30 "$dir/make-$name.log" | sed 's/^/    | /' | tee -a "$summary" >&2
+    grep -E '^(FAIL|not ok)|error:|Error [0-9]' "$dir/make-$name.log" | head -20 \
       | sed 's/^/    ! /' | tee -a "$summary" >&2 || true
     status=1
   fi
-done
+}
+make_in run run
+make_in test test
+# the other targets' dependencies, briefly (not part of the two commands' times)
+make_in bench "bench BENCH_ARGS='--benchmark_min_time=0.01 --benchmark_filter=gemv_rowdot'"
+make_in sweep "sweep SWEEP_ARGS='--preset smoke --threads 1 --reps 1 --no-roofline'"
+make_in report report
 note "packages in the root: $(inside "dpkg-query -W | wc -l" 2>/dev/null || echo '?')"
 # The root's NumPy runs on OpenBLAS (python3-matplotlib pulls it in); with the reference
 # BLAS beside it, the builders' bytes are compared under both (scripts/check-rebuild.sh).
