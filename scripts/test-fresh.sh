@@ -16,6 +16,9 @@
 # DIR/summary.txt holds the times and results. Exit 0 when all pass. Needs root; 30-60 min.
 # The root's mounts are undone and its processes stopped on every exit (error, Ctrl-C).
 set -euo pipefail
+# The whole script is one brace group, parsed before it runs: an edit of this file during
+# the hour it takes cannot change what the running copy does next.
+{
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 say() { echo "test-fresh: $*" >&2; }
@@ -175,3 +178,5 @@ fi
 [ "$status" -eq 0 ] && note "test-fresh: make run and make test pass on a fresh $suite" \
                     || note "test-fresh: FAILED (logs in $dir)"
 exit "$status"
+}
+exit
