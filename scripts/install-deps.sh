@@ -155,10 +155,11 @@ done
 say "missing ${#need[@]} package(s) for ${sets[*]}: ${need[*]}"
 say "apt-get update (log: $log)"
 # a broken third-party source fails the update but not necessarily the install
-apt update update -q || say "apt-get update failed (log: $log); installing from the lists there are"
+keep_log=0
+apt update update -q || { say "apt-get update failed (log: $log, kept); installing from the lists there are"; keep_log=1; }
 say "apt-get install ${#need[@]} package(s) and their dependencies [$(elapsed)]"
 apt install install -y -q --no-install-recommends "${need[@]}" || fail "apt-get install"
 still=($(missing "${need[@]}"))
 [ "${#still[@]}" -eq 0 ] || fail "still not installed: ${still[*]}"
-rm -f "$log"
+[ "$keep_log" = 1 ] || rm -f "$log"
 say "done: ${need[*]} installed in $(elapsed)"
