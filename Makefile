@@ -4,6 +4,23 @@
 #   make SANITIZER=address,undefined BUILD=build/asan test-unit
 #   make CC=clang       the same with clang
 #   make ARCH=aarch64   cross-build the NEON path (BUILD defaults to build/aarch64)
+#   make SANITIZER=thread   ThreadSanitizer build in build/tsan, with clang (make test-tsan)
+
+comma     := ,
+# ThreadSanitizer must see every synchronisation. Debian's libgomp is not built with TSan,
+# so its barriers and locks are invisible and every parallel region would be reported as
+# a race; clang's libomp is, through its Archer tool (libomp-14-dev), which tells TSan
+# about OpenMP barriers, locks, reductions and tasks. So SANITIZER=thread means clang.
+TSAN      := $(filter thread,$(subst $(comma), ,$(SANITIZER)))
+ifneq ($(TSAN),)
+  ifeq ($(origin CC),default)
+    CC    := clang
+  endif
+  ifeq ($(findstring clang,$(CC)),)
+    $(error SANITIZER=thread needs CC=clang (libomp + Archer): Debian's libgomp is not TSan-instrumented, so gcc builds would report OpenMP's own synchronisation as races)
+  endif
+  BUILD   ?= build/tsan
+endif
 
 ARCH      ?= $(shell uname -m)
 ifeq ($(ARCH),aarch64)
@@ -90,28 +107,19 @@ BIN       := $(BUILD)/longmix
 UNIT      := $(BUILD)/tests/unit
 DEPFILES  := $(LIB_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
 
-# ---- dependencies: install from Debian when a header or tool is missing ----------
-HOST_TRIPLET := $(shell uname -m)-linux-gnu
-DEP_FILES := /usr/include/jansson.h /usr/include/nettle/sha2.h /usr/include/$(HOST_TRIPLET)/sleef.h \
-             /usr/bin/clang /usr/lib/python3/dist-packages/numpy /usr/lib/python3/dist-packages/matplotlib \
-             /usr/include/hwloc.h /usr/include/criterion/criterion.h \
-             /usr/include/benchmark/benchmark.h /usr/bin/pkg-config
-MISSING_DEPS := $(strip $(foreach f,$(DEP_FILES),$(if $(wildcard $(f)),,$(f))))
-ifneq ($(MISSING_DEPS),)
-  $(info longmix: missing $(MISSING_DEPS); running scripts/install-deps.sh)
-  $(if $(shell scripts/install-deps.sh >&2 && echo ok),,$(error scripts/install-deps.sh failed; see above))
-endif
-ifeq ($(ARCH),aarch64)
-  NEON_DEP_FILES := /usr/bin/aarch64-linux-gnu-gcc /usr/bin/qemu-aarch64 /usr/lib/aarch64-linux-gnu/libsleef.so \
-                    /usr/lib/aarch64-linux-gnu/libjansson.so /usr/lib/aarch64-linux-gnu/libnettle.so \
-                    /usr/lib/aarch64-linux-gnu/libhwloc.so /usr/lib/aarch64-linux-gnu/libgomp.so.1
-  ifneq ($(strip $(foreach f,$(NEON_DEP_FILES),$(if $(wildcard $(f)),,$(f)))),)
-    $(if $(shell scripts/install-deps.sh --neon >&2 && echo ok),,$(error scripts/install-deps.sh --neon failed))
-  endif
+# ---- dependencies: scripts/install-deps.sh installs what is missing ----------------
+# Its package lists are the one source of truth: a single dpkg query when all are there.
+# help and clean need nothing; test-fresh needs only debootstrap on this machine.
+DEPS_GOALS := $(filter-out help clean test-fresh,$(or $(MAKECMDGOALS),all))
+DEPS_SETS  := $(if $(DEPS_GOALS),host) $(if $(filter aarch64,$(ARCH)),neon) \
+              $(if $(filter test-fresh,$(MAKECMDGOALS)),fresh)
+ifneq ($(strip $(DEPS_SETS)),)
+  $(if $(shell scripts/install-deps.sh $(DEPS_SETS) >&2 && echo ok),,$(error scripts/install-deps.sh $(strip $(DEPS_SETS)) failed; see above))
 endif
 
-.PHONY: all run test check test-unit test-cli test-sanitize test-clang test-neon test-slurm verify \
-        neon bench sweep targets report test-report clean help FORCE
+.PHONY: all run test check test-unit test-cli test-sanitize test-clang test-neon test-slurm \
+        test-fresh test-rebuild test-tsan verify neon bench sweep targets report test-report \
+        clean help FORCE
 .DEFAULT_GOAL := all
 
 all: $(BIN) $(LIB) ## Build build/longmix and build/liblongmix.a
@@ -170,10 +178,11 @@ run: $(BIN) ## Install, build, verify every contract, measure (~5 min on 2 cores
 	echo "make run: report in results/report.md (figures results/fig_*.png, data results/*.csv)"; \
 	[ $$fail = 0 ]
 
-test: ## Every test: unit + CLI, then ASan+UBSan, clang, and the NEON path under qemu
+test: ## Every test: unit + CLI, then ASan+UBSan, clang, TSan, and the NEON path under qemu
 	$(MAKE) --no-print-directory check
 	$(MAKE) --no-print-directory test-sanitize
 	$(MAKE) --no-print-directory test-clang
+	$(MAKE) --no-print-directory test-tsan
 	$(MAKE) --no-print-directory test-neon
 	@echo "make test: all suites passed"
 
@@ -190,6 +199,13 @@ test-sanitize: ## The whole suite under ASan + UBSan (a finding exits 86, not 1 
 
 test-clang: ## Build and unit-test with clang 14 (warnings are errors)
 	$(MAKE) --no-print-directory CC=clang BUILD=build/clang test-unit
+
+# The kernels' OpenMP drivers and the sweep driver on 2 threads under ThreadSanitizer:
+# scripts/test-tsan.sh checks that TSan both catches a race and sees OpenMP's
+# synchronisation (Archer), then runs every kernel contract case and a short sweep.
+test-tsan: ## ThreadSanitizer (clang, libomp + Archer): every kernel contract case and a sweep, 2 threads
+	$(MAKE) --no-print-directory SANITIZER=thread CC=clang BUILD=build/tsan OPT=-O1 build/tsan/longmix
+	CC=clang scripts/test-tsan.sh build/tsan/longmix
 
 test-neon: ## Cross-build for AArch64 and verify the contracts under qemu-aarch64
 	$(MAKE) --no-print-directory ARCH=aarch64 neon
@@ -209,6 +225,14 @@ test-report: ## The report's LaTeX tables and PDF figures in a two-column paper 
 # qemu-aarch64 can hang (see RUNNER); a bounded run fails loudly instead of stalling CI.
 neon: $(BIN)
 	timeout 1200 $(RUNNER) $(BIN) verify
+
+test-rebuild: ## Contract builders' bytes under every installed BLAS and NumPy/glibc CPU dispatch
+	PYTHON=$(PYTHON) scripts/check-rebuild.sh
+
+# Not part of `make test` (30-60 min, needs root and the network): docs/dependencies.md.
+FRESH_ARGS ?=
+test-fresh: ## A fresh Debian 12 root (debootstrap): make run + make test inside, timed
+	scripts/test-fresh.sh $(FRESH_ARGS)
 
 verify: $(BIN) ## longmix verify on every contract in contracts/SHA256SUMS
 	$(BIN) verify

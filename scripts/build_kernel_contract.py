@@ -8,6 +8,13 @@ says), and the contract keeps statistics of the output: count, sum, sum of absol
 and a few elements by flat C-order index, each with its scale (the sum of |terms| the
 float64 computation added up for it) and the case's tolerance.
 
+The same bytes on any machine: every sum, product and exp/log behind an expected value
+goes through scripts/fpmath.py (compensated sums in index order, exp and log made of
+correctly rounded operations, math.fsum), never through `@`, dot, einsum or linalg
+(which call the machine's BLAS) nor NumPy's exp/log (whose SIMD loop depends on the CPU).
+So the file rebuilds byte for byte under the reference BLAS, OpenBLAS or MKL, on AVX2 or
+AVX-512, whatever the NumPy version's summation order (docs/dependencies.md).
+
 Kernels live in modules scripts/kcases/<family>.py, loaded in name order. Each defines
     REFERENCES = {"kernel_name": function(case, rng) -> Result}
     CASES = [{"id": ..., "kernel": ..., "dtype": ..., "seed": ..., "shape": {...},
@@ -16,16 +23,9 @@ and never touches this file. Nothing here runs the C code.
 
 Usage: build_kernel_contract.py [--out contracts/kernels.json] [--no-pin] [--check]
 """
-import os
-
-# BLAS threads change the order of floating-point sums; one thread keeps the file the
-# same from run to run. Set before NumPy loads.
-for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_name] = "1"
 
 import argparse
 import dataclasses
-import hashlib
 import importlib.util
 import json
 import math
@@ -33,6 +33,8 @@ import pathlib
 import sys
 
 import numpy as np
+
+import pins
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FAMILIES = ROOT / "scripts" / "kcases"
@@ -188,30 +190,19 @@ def build():
         "schema": SCHEMA,
         "about": "Fast-kernel cases: inputs from numpy.random.default_rng(seed) by each "
                  "kernel's recipe (docs/contracts.md, kernels), expected float64 statistics "
-                 "of the output. Built by scripts/build_kernel_contract.py.",
-        "numpy": np.__version__,
+                 "of the output, computed BLAS-free (scripts/fpmath.py). Built by "
+                 "scripts/build_kernel_contract.py.",
         "tolerance_rule": TOLERANCE_RULE,
         "cases": built,
     }
     return json.dumps(contract, indent=1, allow_nan=False) + "\n"
 
 
-def pin(path, text):
-    """Replaces (or appends) the file's line in contracts/SHA256SUMS, keeping the others."""
-    sums = path.parent / "SHA256SUMS"
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    lines = sums.read_text().splitlines() if sums.exists() else []
-    kept = [line for line in lines
-            if line.strip() and line.split()[-1].lstrip("*") != path.name]
-    kept.append(f"{digest}  {path.name}")
-    tmp = sums.with_suffix(".tmp")
-    tmp.write_text("\n".join(kept) + "\n")
-    tmp.replace(sums)
-    return digest
-
-
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    paragraphs = __doc__.split("\n\n")
+    parser = argparse.ArgumentParser(
+        description=paragraphs[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=next(p for p in paragraphs if p.startswith("The same bytes")))
     parser.add_argument("--out", default=str(ROOT / "contracts" / "kernels.json"))
     parser.add_argument("--no-pin", action="store_true", help="do not touch SHA256SUMS")
     parser.add_argument("--check", action="store_true",
@@ -220,18 +211,12 @@ def main():
     text = build()
     out = pathlib.Path(args.out)
     if args.check:
-        same = out.exists() and out.read_text() == text
-        print(f"{out}: " + ("up to date" if same else "differs from a fresh build; run "
-                            "/usr/bin/python3 scripts/build_kernel_contract.py to rewrite it "
-                            "and its pin"))
-        return 0 if same else 1
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(text)
-    tmp.replace(out)
+        return pins.check(out, text, "/usr/bin/python3 scripts/build_kernel_contract.py")
+    pins.write(out, text)
     cases = json.loads(text)["cases"]
     print(f"wrote {out}: {len(cases)} cases")
     if not args.no_pin:
-        print(f"pinned {out.name}: {pin(out, text)}")
+        print(f"pinned {out.name}: {pins.pin(out, text)}")
     return 0
 
 

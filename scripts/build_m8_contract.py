@@ -14,6 +14,8 @@ more than its tolerance (--perturb) must fail at exactly that check.
 its code (the delta-rule vectors, the cache geometries, the 128-pair softmax control of
 width 32, the zero-mode system) is fixed here too; the memory section therefore never varies.
 The file is compact JSON with sorted keys, like the seed's; the SHA-256 is printed on stderr.
+The arithmetic is BLAS-free (scripts/fpmath.py), so a variant's bytes are the same on every
+machine.
 """
 import argparse
 import hashlib
@@ -24,13 +26,15 @@ import sys
 
 import numpy as np
 
+import fpmath as fp
+
 
 # ---- the notebook's operators (float64, its formulas and its draw order) ----------------
 
 def zoh_diagonal(a, b, delta):
-    transition = np.exp(delta * a)
+    transition = fp.exp(delta * a)
     factor = np.full_like(a, float(delta))
-    np.divide(np.expm1(delta * a), a, out=factor, where=a != 0)
+    np.divide(fp.expm1(delta * a), a, out=factor, where=a != 0)
     return transition, factor[:, None] * b
 
 
@@ -41,9 +45,9 @@ def scan_diagonal(a, b, c, x, deltas, exact):
         transition, input_matrix = zoh_diagonal(a, b, float(step))
         if not exact:
             input_matrix = float(step) * b
-        state = transition * state + input_matrix @ token
+        state = transition * state + fp.matmul(input_matrix, token)
         states.append(state.copy())
-        outputs.append(c @ state)
+        outputs.append(fp.matmul(c, state))
         transitions.append(transition)
         inputs.append(input_matrix)
     return np.array(states), np.array(outputs), np.array(transitions), np.array(inputs)
@@ -74,7 +78,7 @@ def linear_sequential(q, k, v):
     state, out = np.zeros((v.shape[1], k.shape[1])), np.empty((q.shape[0], v.shape[1]))
     for t in range(q.shape[0]):
         state += np.outer(v[t], k[t])
-        out[t] = state @ q[t]
+        out[t] = fp.matmul(state, q[t])
     return out
 
 
@@ -83,31 +87,31 @@ def linear_chunked(q, k, v, chunk):
     for start in range(0, q.shape[0], chunk):
         end = min(start + chunk, q.shape[0])
         qc, kc, vc = q[start:end], k[start:end], v[start:end]
-        out[start:end] = qc @ state.T + np.tril(qc @ kc.T) @ vc
-        state += vc.T @ kc
+        out[start:end] = fp.matmul(qc, state.T) + fp.matmul(np.tril(fp.matmul(qc, kc.T)), vc)
+        state += fp.matmul(vc.T, kc)
     return out
 
 
 def normalize_key(key):
     scaled = key / np.max(np.abs(key))
-    return scaled / np.linalg.norm(scaled)
+    return scaled / fp.norm(scaled)
 
 
 def delta_update(state, key, value, beta, decay=1.0):
     k = normalize_key(np.asarray(key, dtype=np.float64))
     base = decay * state
-    updated = base + beta * np.outer(value - base @ k, k)
-    return updated @ k
+    updated = base + beta * np.outer(value - fp.matmul(base, k), k)
+    return fp.matmul(updated, k)
 
 
 def softmax_rows(logits):
-    weights = np.exp(logits - np.max(logits, axis=1, keepdims=True))
-    return weights / np.sum(weights, axis=1, keepdims=True)
+    weights = fp.exp(logits - np.max(logits, axis=1, keepdims=True))
+    return weights / fp.sums(weights, axis=1, keepdims=True)
 
 
 def unit_keys(rng, count, width):
     keys = rng.standard_normal((count, width))
-    return keys / np.linalg.norm(keys, axis=1, keepdims=True)
+    return keys / fp.norm(keys, axis=1, keepdims=True)
 
 
 # ---- the contract ---------------------------------------------------------------------
@@ -165,7 +169,7 @@ def build(p):
     low, high = 1e-6, 10.0  # the 10 % root of x/(-expm1(-x)) - 1, by bisection
     for _ in range(200):
         mid = 0.5 * (low + high)
-        low, high = (mid, high) if mid / (-math.expm1(-mid)) - 1.0 < 0.1 else (low, mid)
+        low, high = (mid, high) if mid / (-float(fp.expm1(-mid))) - 1.0 < 0.1 else (low, mid)
     z.update({"transitions": transitions.tolist(), "exact_input_matrices": input_matrices.tolist(),
               "exact_states": states.tolist(), "exact_outputs": outputs[:, 0].tolist(),
               "approximate_states": approx_states.tolist(),
@@ -184,7 +188,7 @@ def build(p):
     seq = affine_sequential(a_steps, b_steps, h0)
     chunked = affine_chunked(a_steps, b_steps, h0, s["chunk_size"])
     s["max_abs_difference"] = float(np.max(np.abs(seq - chunked)))
-    s["output_checksum"] = float(np.sum(seq))
+    s["output_checksum"] = fp.total(seq)
     out["affine_scan"] = s
 
     s = dict(p["linear_attention"])
@@ -195,12 +199,12 @@ def build(p):
     v = rng.standard_normal((T, s["value_width"]))
     seq = linear_sequential(q, k, v)
     s["max_abs_difference"] = float(np.max(np.abs(linear_chunked(q, k, v, s["chunk_size"]) - seq)))
-    s["output_checksum"] = float(np.sum(seq))
+    s["output_checksum"] = fp.total(seq)
     out["linear_attention"] = s
 
     k1, v1, v2 = np.array([1.0, 0.0]), np.array([1.0, 2.0]), np.array([3.0, 4.0])
     state = np.outer(v1, k1)
-    out["delta"] = {"additive_retrieval": ((state + np.outer(v2, k1)) @ k1).tolist(),
+    out["delta"] = {"additive_retrieval": fp.matmul(state + np.outer(v2, k1), k1).tolist(),
                     "half_retrieval": delta_update(state, k1, v2, 0.5).tolist(),
                     "full_retrieval": delta_update(state, k1, v2, 1.0).tolist(),
                     "gated_half_retrieval": delta_update(state, k1, v2, 0.5, 0.8).tolist()}
@@ -211,19 +215,20 @@ def build(p):
     for count in loads:
         keys = unit_keys(rng, count, width)
         targets = rng.standard_normal((count, values))
-        retrieved = ((targets.T @ keys) @ keys.T).T
-        mse.append(float(np.mean((retrieved - targets) ** 2)))
+        retrieved = fp.matmul(fp.matmul(targets.T, keys), keys.T).T
+        mse.append(fp.mean(np.square(retrieved - targets)))
     rng = np.random.default_rng(r["softmax_seed"])
     keys = unit_keys(rng, 128, 32)
     targets = rng.standard_normal((128, 32))
-    weights = softmax_rows(r["softmax_inverse_temperature"] * (keys @ keys.T))
-    softmax_mse = float(np.mean((weights @ targets - targets) ** 2))
+    weights = softmax_rows(r["softmax_inverse_temperature"] * fp.matmul(keys, keys.T))
+    softmax_mse = fp.mean(np.square(fp.matmul(weights, targets) - targets))
     rng, paired = np.random.default_rng(r["seed"]), []
     for count in loads:  # the curve's own keys and values, read out by softmax
         keys = unit_keys(rng, count, width)
         targets = rng.standard_normal((count, values))
-        prediction = softmax_rows(r["softmax_inverse_temperature"] * keys @ keys.T) @ targets
-        paired.append(float(np.mean((prediction - targets) ** 2)))
+        logits = fp.matmul(r["softmax_inverse_temperature"] * keys, keys.T)
+        prediction = fp.matmul(softmax_rows(logits), targets)
+        paired.append(fp.mean(np.square(prediction - targets)))
     if not all(later > earlier for earlier, later in zip(mse[2:], mse[3:])):
         sys.exit(f"build_m8_contract: recall mse {mse} does not increase from the third load")
     if not 0.0 < softmax_mse < 1e-6:

@@ -22,14 +22,27 @@ The builder asserts that every rounded statement holds for the computed value.
     /usr/bin/python3 scripts/build_primer_contract.py --variant 1 -o /tmp/v.json
 A variant changes seeds and sizes (lesson statements about the original inputs are left
 out); the C checker reads every parameter from the file, so a variant must verify too.
+    /usr/bin/python3 scripts/build_primer_contract.py --check        # exit 1 if it differs
+
+The same bytes on any machine: every sum, product and exp/log goes through
+scripts/fpmath.py (compensated sums in index order, exp and log made of correctly rounded
+operations), never through `@`, dot, linalg or convolve (the machine's BLAS) nor NumPy's
+exp/log/power (SIMD loops chosen by CPU). Writing the file re-pins it in the SHA256SUMS
+beside it when that lists it (contracts/SHA256SUMS does).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import pathlib
 import sys
 
 import numpy as np
+
+import fpmath as fp
+import pins
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 SCHEMA = "longmix-primer/1"
 LAYERS, KV_HEADS, HEAD_DIM = 32, 8, 128
@@ -46,18 +59,18 @@ def causal_mask(n):
 
 def softmax(x):
     top = np.max(x, axis=-1, keepdims=True)
-    e = np.exp(x - top)
-    return e / np.sum(e, axis=-1, keepdims=True)
+    e = fp.exp(x - top)
+    return e / fp.sums(e, axis=-1, keepdims=True)
 
 
 def sdpa(Q, K, V, mask=None, scale=True):
-    scores = Q @ np.swapaxes(K, -1, -2)
+    scores = fp.matmul(Q, np.swapaxes(K, -1, -2))
     if scale:
         scores = scores / np.sqrt(Q.shape[-1])
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)
     w = softmax(scores)
-    return w @ V, w
+    return fp.matmul(w, V), w
 
 
 def kv_bytes_per_token(layers, kv_heads, head_dim, bits=16):
@@ -117,26 +130,26 @@ def global_local_mask(n, w, g):
 
 
 def receptive(n, w, layers):
-    step = window_mask(n, w).astype(np.int64)
-    heard = np.eye(n, dtype=np.int64)
-    for _ in range(layers):
-        heard = np.minimum(step @ heard, 1)
-    return heard.astype(bool)
+    step = window_mask(n, w).astype(float)
+    heard = np.eye(n)
+    for _ in range(layers):  # counts of paths, exact in float64
+        heard = np.minimum(fp.matmul(step, heard), 1.0)
+    return heard > 0
 
 
 def phi(x):
     x = np.asarray(x, float)
-    return np.where(x > 0, x + 1.0, np.exp(np.minimum(x, 0.0)))
+    return np.where(x > 0, x + 1.0, fp.exp(np.minimum(x, 0.0)))
 
 
 def lin_scores(Q, K):
-    s = phi(Q) @ phi(K).T
+    s = fp.matmul(phi(Q), phi(K).T)
     return np.where(causal_mask(len(Q)), s, 0.0)
 
 
 def lin_weights(Q, K):
     s = lin_scores(Q, K)
-    return s / s.sum(axis=1, keepdims=True)
+    return s / fp.sums(s, axis=1, keepdims=True)
 
 
 def lin_recurrent(Q, K, V):
@@ -148,7 +161,7 @@ def lin_recurrent(Q, K, V):
         S = S + np.outer(pk, V[i])
         z = z + pk
         pq = phi(Q[i])
-        out[i] = (pq @ S) / (pq @ z)
+        out[i] = fp.matmul(pq, S) / fp.matmul(pq, z)
     return out, S, z
 
 
@@ -161,8 +174,8 @@ def ssm_rec(x, A, B, C):
     h = np.zeros(len(B))
     y = []
     for xt in np.asarray(x, float):
-        h = A @ h + B * xt
-        y.append(float(C @ h))
+        h = fp.matmul(A, h) + B * xt
+        y.append(float(fp.matmul(C, h)))
     return np.array(y)
 
 
@@ -170,23 +183,24 @@ def ssm_ker(A, B, C, length):
     A, B, C = ssm_params(A, B, C)
     out, p = [], B.copy()
     for _ in range(length):
-        out.append(float(C @ p))
-        p = A @ p
+        out.append(float(fp.matmul(C, p)))
+        p = fp.matmul(A, p)
     return np.array(out)
 
 
 def ssm_conv(x, A, B, C):
     x = np.asarray(x, float)
-    return np.convolve(x, ssm_ker(A, B, C, len(x)))[: len(x)]
+    kernel = ssm_ker(A, B, C, len(x))
+    return np.array([float(fp.dot(x[:t + 1], kernel[t::-1])) for t in range(len(x))])
 
 
 def discretize(delta, a, b):
-    ab = float(np.exp(delta * a))
+    ab = float(fp.exp(delta * a))
     return ab, float((ab - 1.0) / a * b)
 
 
 def softplus(x):
-    return np.logaddexp(0.0, x)
+    return fp.softplus(x)
 
 
 def step_sizes(markers, sharpness, bias):
@@ -272,13 +286,13 @@ def normalize_key(k):
     k = np.asarray(k, float)
     s = float(np.max(np.abs(k)))
     k = k / s
-    return k / np.linalg.norm(k)
+    return k / fp.norm(k)
 
 
 def delta_write(S, k, v, beta, decay):
     u = normalize_key(k)
     base = decay * S
-    return base + beta * np.outer(v - base @ u, u)
+    return base + beta * np.outer(v - fp.matmul(base, u), u)
 
 
 def skip_normals(rng, count):
@@ -303,16 +317,17 @@ class Latent:
         return M.transpose(1, 0, 2).reshape(M.shape[1], self.H * self.dh)
 
     def attend(self, X, C):
-        Q, K, V = self.heads(X @ self.W_q), self.heads(C @ self.W_uk), self.heads(C @ self.W_uv)
+        Q, K = self.heads(fp.matmul(X, self.W_q)), self.heads(fp.matmul(C, self.W_uk))
+        V = self.heads(fp.matmul(C, self.W_uv))
         return self.merge(sdpa(Q, K, V, mask=causal_mask(len(X)))[0])
 
     def absorbed(self, X, C):
-        Q = self.heads(X @ self.W_q)
+        Q = self.heads(fp.matmul(X, self.W_q))
         Wk = self.W_uk.reshape(self.dl, self.H, self.dh).transpose(1, 0, 2)
         Wv = self.W_uv.reshape(self.dl, self.H, self.dh).transpose(1, 0, 2)
-        scores = (Q @ Wk.transpose(0, 2, 1)) @ C.T / np.sqrt(self.dh)
+        scores = fp.matmul(fp.matmul(Q, Wk.transpose(0, 2, 1)), C.T) / np.sqrt(self.dh)
         scores = np.where(causal_mask(len(X)), scores, -np.inf)
-        return self.merge((softmax(scores) @ C) @ Wv)
+        return self.merge(fp.matmul(fp.matmul(softmax(scores), C), Wv))
 
 
 def cache_error(bits, n, d, seed, scheme):
@@ -325,7 +340,7 @@ def cache_error(bits, n, d, seed, scheme):
     else:
         Kh, Vh = kivi(K, bits, "channel"), kivi(V, bits, "token")
     approx = sdpa(Q, Kh, Vh, mask=causal_mask(n))[0]
-    return float(np.linalg.norm(approx - exact) / np.linalg.norm(exact))
+    return float(fp.norm(np.ravel(approx - exact)) / fp.norm(np.ravel(exact)))
 
 
 def quantized_kv_bytes_per_token(layers, kv_heads, head_dim, bits, scale_bits=16):
@@ -390,7 +405,7 @@ def catalog(fn, a):
         return {"value": int(np.count_nonzero(causal_mask(a["n"])))}
     if fn == "receptive_field":
         row = receptive(a["n"], a["w"], a["layers"])[a["query"]]
-        return {"row": row.astype(int), "width": int(row.sum())}
+        return {"row": row.astype(int), "width": int(np.count_nonzero(row))}
     if fn == "reach":
         return {"value": a["layers"] * (a["w"] - 1)}
     if fn == "relay_hops":
@@ -411,12 +426,12 @@ def catalog(fn, a):
             values.append(v)
             keys, values = keys[-w:], values[-w:]
             largest = max(largest, len(keys))
-            wts = softmax(np.array(keys) @ q / np.sqrt(len(q)))
-            outs.append(wts @ np.array(values))
+            wts = softmax(fp.matmul(np.array(keys), q) / np.sqrt(len(q)))
+            outs.append(fp.matmul(wts, np.array(values)))
         streamed = np.array(outs)
         masked = sdpa(Q, K, V, mask=window_mask(n, w))[0]
         return {"largest_buffer": largest, "max_abs_diff": maxabs(streamed, masked),
-                "matches": bool(np.allclose(streamed, masked)), "output_sum": float(streamed.sum())}
+                "matches": bool(np.allclose(streamed, masked)), "output_sum": fp.total(streamed)}
     if fn == "global_local_pairs":
         return {"value": int(np.count_nonzero(global_local_mask(a["n"], a["w"], a["global_tokens"])))}
     if fn == "strided_pairs":
@@ -431,7 +446,7 @@ def catalog(fn, a):
     if fn == "linear_attention_weights":
         return {"weights": lin_weights(A("Q"), A("K")).ravel(), "scores": lin_scores(A("Q"), A("K")).ravel()}
     if fn == "linear_attention_quadratic":
-        return {"value": (lin_weights(A("Q"), A("K")) @ A("V")).ravel()}
+        return {"value": fp.matmul(lin_weights(A("Q"), A("K")), A("V")).ravel()}
     if fn == "scaled_dot_product_attention":
         n_q, n_k = len(a["Q"]), len(a["K"])
         mask = {"none": None, "causal": causal_mask(n_q) if n_q == n_k else None}[a["mask"]]
@@ -442,10 +457,10 @@ def catalog(fn, a):
         skip_normals(rng, a["skip_normals"])
         Q, K, V = (rng.standard_normal((a["n"], a["d"])) for _ in range(3))
         fast, S, z = lin_recurrent(Q, K, V)
-        slow = lin_weights(Q, K) @ V
+        slow = fp.matmul(lin_weights(Q, K), V)
         return {"max_abs_diff": maxabs(fast, slow), "matches": bool(np.allclose(fast, slow)),
                 "state_rows": S.shape[0], "state_cols": S.shape[1], "z_length": z.shape[0],
-                "output_sum": float(fast.sum())}
+                "output_sum": fp.total(fast)}
     if fn == "peak_weights":
         rng = np.random.default_rng(a["seed"])
         Q = a["query_scale"] * rng.standard_normal((a["n"], a["d"]))
@@ -453,7 +468,7 @@ def catalog(fn, a):
         soft = sdpa(Q, K, K, mask=causal_mask(a["n"]))[1]
         lin = lin_weights(Q, K)
         last = a["last_rows"]
-        return {"softmax": float(soft[-last:].max(axis=1).mean()), "linear": float(lin[-last:].max(axis=1).mean())}
+        return {"softmax": fp.mean(soft[-last:].max(axis=1)), "linear": fp.mean(lin[-last:].max(axis=1))}
     if fn == "ssm_recurrent":
         return {"value": ssm_rec(A("x"), A("A"), A("B"), A("C"))}
     if fn == "ssm_kernel":
@@ -478,7 +493,7 @@ def catalog(fn, a):
         return {"value": float(selective(v, np.full(len(v), a["delta"]), a["a"], a["b"], a["c"])[-1])}
     if fn == "best_time_invariant_recall":
         v = A("values")
-        grid = np.geomspace(a["grid_start"], a["grid_stop"], a["grid_num"])
+        grid = fp.geomspace(a["grid_start"], a["grid_stop"], a["grid_num"])
         finals = [float(selective(v, np.full(len(v), g), a["a"], a["b"], a["c"])[-1]) for g in grid]
         i = int(np.argmax(finals))
         path = selective(v, np.full(len(v), grid[i]), a["a"], a["b"], a["c"])
@@ -495,7 +510,7 @@ def catalog(fn, a):
         av = np.full(a["length"], a["a_fill"])
         _, states, rounds = hillis_steele(av, b)
         seq = sequential_scan(av, b)
-        return {"rounds": rounds, "max_abs_diff": maxabs(states, seq), "states_sum": float(states.sum()),
+        return {"rounds": rounds, "max_abs_diff": maxabs(states, seq), "states_sum": fp.total(states),
                 "blelloch_max_abs_diff": maxabs(blelloch(av, b), seq)}
     if fn == "ssm_state_bytes":
         return {"value": ssm_state_bytes(a["channels"], a["state_size"], a["bits"])}
@@ -510,19 +525,20 @@ def catalog(fn, a):
         return {"value": a["latent_dim"] + a["rope_dim"]}
     if fn == "latent_kv_worked_example":
         x, Wd, Wk, q = A("x"), A("W_down"), A("W_uk"), A("q")
-        c = x @ Wd
-        k = c @ Wk
-        ql = q @ Wk.T
-        return {"latent": c, "key": k, "score": float(q @ k), "q_latent": ql, "absorbed_score": float(ql @ c)}
+        c = fp.matmul(x, Wd)
+        k = fp.matmul(c, Wk)
+        ql = fp.matmul(q, Wk.T)
+        return {"latent": c, "key": k, "score": float(fp.matmul(q, k)), "q_latent": ql,
+                "absorbed_score": float(fp.matmul(ql, c))}
     if fn == "latent_attention":
         layer = Latent(a["d_model"], a["n_heads"], a["d_head"], a["d_latent"], a["weight_seed"])
         rng = np.random.default_rng(a["seed"])
         skip_normals(rng, a["skip_normals"])
         X = rng.standard_normal((a["n"], a["d_model"]))
-        C = X @ layer.W_down
+        C = fp.matmul(X, layer.W_down)
         e, b = layer.attend(X, C), layer.absorbed(X, C)
         return {"cached_numbers": a["d_latent"], "full_numbers": 2 * a["n_heads"] * a["d_head"],
-                "max_abs_diff": maxabs(e, b), "agree": bool(np.allclose(e, b)), "output_sum": float(e.sum())}
+                "max_abs_diff": maxabs(e, b), "agree": bool(np.allclose(e, b)), "output_sum": fp.total(e)}
     if fn == "quantize":
         codes, scales = quantize_rows(np.atleast_2d(A("x")), a["bits"])
         return {"codes": codes.ravel(), "scale": scales, "dequantized": dequantize_rows(codes, scales).ravel()}
@@ -550,7 +566,7 @@ def catalog(fn, a):
     if fn == "rewrite_keys_demo":
         rng = np.random.default_rng(a["seed"])
         keys = rng.normal(size=(a["n_keys"], a["key_width"]))
-        keys /= np.linalg.norm(keys, axis=1, keepdims=True)
+        keys /= fp.norm(keys, axis=1, keepdims=True)
         values = rng.normal(size=(a["writes"], a["value_width"]))
         ids = np.arange(a["writes"]) % a["n_keys"]
         st = {m: np.zeros((a["value_width"], a["key_width"])) for m in ("additive", "delta", "gated")}
@@ -564,9 +580,9 @@ def catalog(fn, a):
             st["delta"] = delta_write(st["delta"], k, v, 1.0, 1.0)
             st["gated"] = delta_write(st["gated"], k, v, 1.0, a["decay"])
             for m in worst:
-                worst[m] = max(worst[m], maxabs(st[m] @ k, v))
+                worst[m] = max(worst[m], maxabs(fp.matmul(st[m], k), v))
             for m, s in st.items():
-                mse[m] = float(np.mean((keys @ s.T - latest) ** 2))
+                mse[m] = fp.mean(np.square(fp.matmul(keys, s.T) - latest))
         return {"additive": mse["additive"], "delta": mse["delta"], "gated": mse["gated"],
                 "delta_current_key_error": worst["delta"], "gated_current_key_error": worst["gated"]}
     if fn == "parallel_prefix_exercise":
@@ -588,10 +604,10 @@ def catalog(fn, a):
         S = A("state")
         S2 = delta_write(S, A("key"), A("value"), a["beta"], a["decay"])
         other = normalize_key(A("other_key"))
-        before, after = S @ other, S2 @ other
+        before, after = fp.matmul(S, other), fp.matmul(S2, other)
         return {"retrieval_before": before, "retrieval_after": after,
-                "change_norm": float(np.linalg.norm(after - before)),
-                "retrieval_at_key": S2 @ normalize_key(A("key"))}
+                "change_norm": float(fp.norm(after - before)),
+                "retrieval_at_key": fp.matmul(S2, normalize_key(A("key")))}
     if fn == "crossover_by_batch":
         kv = 2 * a["layers"] * a["kv_heads"] * a["head_width"] * a["bytes_per_value"]
         ex, first = [], []
@@ -1205,8 +1221,13 @@ def build(p, lesson_mode):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("-o", "--output", default="contracts/primer.json")
+    paragraphs = __doc__.split("\n\n")
+    ap = argparse.ArgumentParser(
+        description=paragraphs[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=next(p for p in paragraphs if p.startswith("The same bytes")))
+    ap.add_argument("-o", "--output", default=str(ROOT / "contracts" / "primer.json"))
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 when the output file differs from a fresh build (writes nothing)")
     ap.add_argument("--variant", type=int, default=0,
                     help="0 = the lesson's inputs; k > 0 = other seeds and sizes (no rounded lesson statements)")
     args = ap.parse_args(argv)
@@ -1218,14 +1239,19 @@ def main(argv=None):
         "source": "seeds/000_94db9aaf2d8704fc.txt (lesson) and seeds/003_56e436c57e445bcb.txt (module 8 demos/exercises)",
         "builder": "scripts/build_primer_contract.py (independent NumPy implementation)",
         "variant": args.variant,
-        "numbers": sum(len(e["expected"]) if isinstance(e["expected"], list) else 1 for e in entries),
+        "numbers": len([x for e in entries for x in np.ravel(e["expected"])]),
         "entries": entries,
     }
     text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
-    with open(args.output, "w") as f:
-        f.write(text)
+    if args.check:
+        return pins.check(args.output, text, "/usr/bin/python3 scripts/build_primer_contract.py")
+    pins.write(args.output, text)
     print(f"{args.output}: {len(entries)} entries, {doc['numbers']} numbers", file=sys.stderr)
+    digest = pins.pin(args.output, text, add=False)
+    if digest:
+        print(f"pinned {pathlib.Path(args.output).name}: {digest}", file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

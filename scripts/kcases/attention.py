@@ -9,6 +9,7 @@ length is max(d, keys), so the dtype rule rtol = 4 sqrt(terms) u + 2 u applies u
 """
 import numpy as np
 
+import fpmath as fp
 from build_kernel_contract import SAFETY, UNIT_ROUNDOFF, Result, round_to
 
 MASKS = ("causal", "window", "window_global", "strided")
@@ -37,15 +38,15 @@ def mask_matrix(n, options):
 def _attend(q, k, v, allowed):
     """q {m, d}, k, v {keys, d}, allowed {m, keys}: output and element scales."""
     d = q.shape[1]
-    s = (q @ k.T) / np.sqrt(d)
-    a = (np.abs(q) @ np.abs(k).T) / np.sqrt(d)
+    s = fp.matmul(q, k.T) / np.sqrt(d)
+    a = fp.matmul(np.abs(q), np.abs(k).T) / np.sqrt(d)
     s = np.where(allowed, s, -np.inf)
     top = s.max(axis=1, keepdims=True)
-    p = np.where(allowed, np.exp(s - top), 0.0)
-    p /= p.sum(axis=1, keepdims=True)
-    out = p @ v
+    p = np.where(allowed, fp.exp(s - top), 0.0)
+    p /= fp.sums(p, axis=1, keepdims=True)
+    out = fp.matmul(p, v)
     amax = np.where(allowed, a, 0.0).max(axis=1, keepdims=True)
-    scale = (p @ np.abs(v)) * (1.0 + 2.0 * amax)
+    scale = fp.matmul(p, np.abs(v)) * (1.0 + 2.0 * amax)
     return out, scale
 
 
@@ -68,7 +69,7 @@ def attention_prefill(case, rng):
     for h in range(heads):
         g = h // group
         out[:, h, :], scale[:, h, :] = _attend(q[:, h, :], k[:, g, :], v[:, g, :], allowed)
-    keys = int(allowed.sum(axis=1).max())
+    keys = int(np.count_nonzero(allowed, axis=1).max())
     return Result(output=out, scale=scale, terms=max(d, keys))
 
 
@@ -200,8 +201,8 @@ def kvquant_decode(case, rng):
             vc, vs = _symmetric(vg[:nq], bits)
             vq[:nq], vx = vc * vs, vc
             q8, sq = _query_codes(qg)
-            sc[:, :nq] = (sq * q8) @ (kc * ks).T
-            a[:, :nq] = (sq * np.abs(q8)) @ np.abs(kc * ks).T
+            sc[:, :nq] = fp.matmul(sq * q8, (kc * ks).T)
+            a[:, :nq] = fp.matmul(sq * np.abs(q8), np.abs(kc * ks).T)
         else:
             vu, vs, vlo = _affine(vg[:nq], bits, axis=-1)
             vq[:nq], vx = vu * vs + vlo, vu
@@ -209,20 +210,20 @@ def kvquant_decode(case, rng):
                 ku, kst, klo = _affine(kg[t0:t0 + group], bits, axis=0)
                 q8, sq = _query_codes(_f32(qg * kst))
                 cols = slice(t0, t0 + group)
-                sc[:, cols] = sq * (q8 @ ku.T) + qg @ klo.T
-                a[:, cols] = sq * (np.abs(q8) @ ku.T) + np.abs(qg) @ np.abs(klo).T
-        sc[:, nq:] = qg @ kg[nq:].T
-        a[:, nq:] = np.abs(qg) @ np.abs(kg[nq:]).T
+                sc[:, cols] = sq * fp.matmul(q8, ku.T) + fp.matmul(qg, klo.T)
+                a[:, cols] = sq * fp.matmul(np.abs(q8), ku.T) + fp.matmul(np.abs(qg), np.abs(klo).T)
+        sc[:, nq:] = fp.matmul(qg, kg[nq:].T)
+        a[:, nq:] = fp.matmul(np.abs(qg), np.abs(kg[nq:]).T)
         sc, a = sc / root, a / root
-        p = np.exp(sc - sc.max(axis=1, keepdims=True))
-        p /= p.sum(axis=1, keepdims=True)
+        p = fp.exp(sc - sc.max(axis=1, keepdims=True))
+        p /= fp.sums(p, axis=1, keepdims=True)
         rows = slice(g * gsize, (g + 1) * gsize)
-        out[rows] = p @ vq
-        scale[rows] = (p @ np.abs(vq)) * (1.0 + 2.0 * a.max(axis=1, keepdims=True))
+        out[rows] = fp.matmul(p, vq)
+        scale[rows] = fp.matmul(p, np.abs(vq)) * (1.0 + 2.0 * a.max(axis=1, keepdims=True))
         for b0 in range(0, nq, DECODE_BLOCK):
             blk = slice(b0, min(b0 + DECODE_BLOCK, nq))
             wmax = (p[:, blk] * vs[blk, 0]).max(axis=1, keepdims=True)  # {gsize, 1}
-            bound[rows] += wmax / (2.0 * WEIGHT_LEVELS) * np.abs(vx[blk]).sum(axis=0)
+            bound[rows] += wmax / (2.0 * WEIGHT_LEVELS) * fp.sums(np.abs(vx[blk]), axis=0)
     terms = max(d, n)
     if dtype == "f32":
         rtol = SAFETY * np.sqrt(terms) * UNIT_ROUNDOFF["f32"] + 2.0 * UNIT_ROUNDOFF["f32"]
@@ -244,22 +245,23 @@ def latent_mla(case, rng):
     uv = rng.standard_normal((L, H * V)) / np.sqrt(L)
     q, ckv, uk, uv = (round_to(x, dtype) for x in (q, ckv, uk, uv))
     c, krope = ckv[:, :L], ckv[:, L:]
-    out, scale = np.empty((n_q, H, V)), np.empty((n_q, H, V))
     allowed = mask_matrix(n, {"mask": "causal"}) if causal else np.ones((1, n), dtype=bool)
     root = np.sqrt(N + R)
-    for h in range(H):
-        wk, wv = uk[:, h * N:(h + 1) * N], uv[:, h * V:(h + 1) * V]
-        k = np.concatenate([c @ wk, krope], axis=1)  # {n, N + R}
-        v = c @ wv
-        qh = q[:, h, :]
-        sc = np.where(allowed, (qh @ k.T) / root, -np.inf)
-        a = (np.abs(qh[:, :N]) @ np.abs(wk).T @ np.abs(c).T + np.abs(qh[:, N:]) @ np.abs(krope).T) / root
-        top = sc.max(axis=1, keepdims=True)
-        p = np.where(allowed, np.exp(sc - top), 0.0)
-        p /= p.sum(axis=1, keepdims=True)
-        out[:, h, :] = p @ v
-        amax = np.where(allowed, a, 0.0).max(axis=1, keepdims=True)
-        scale[:, h, :] = (p @ (np.abs(c) @ np.abs(wv))) * (1.0 + 2.0 * amax)
+    # every head at once, heads first: wk {H, L, N}, wv {H, L, V}, qh {H, n_q, N + R}
+    wk = uk.reshape(L, H, N).transpose(1, 0, 2)
+    wv = uv.reshape(L, H, V).transpose(1, 0, 2)
+    qh = q.transpose(1, 0, 2)
+    k = np.concatenate([fp.matmul(c, wk), np.broadcast_to(krope, (H, n, R))], axis=2)
+    v = fp.matmul(c, wv)                                              # {H, n, V}
+    sc = np.where(allowed, fp.matmul(qh, k.transpose(0, 2, 1)) / root, -np.inf)  # {H, n_q, n}
+    a = (fp.matmul(fp.matmul(np.abs(qh[:, :, :N]), np.abs(wk).transpose(0, 2, 1)), np.abs(c).T)
+         + fp.matmul(np.abs(qh[:, :, N:]), np.abs(krope).T)) / root
+    top = sc.max(axis=2, keepdims=True)
+    p = np.where(allowed, fp.exp(sc - top), 0.0)
+    p /= fp.sums(p, axis=2, keepdims=True)
+    amax = np.where(allowed, a, 0.0).max(axis=2, keepdims=True)
+    out = fp.matmul(p, v).transpose(1, 0, 2)                          # {n_q, H, V}
+    scale = (fp.matmul(p, fp.matmul(np.abs(c), np.abs(wv))) * (1.0 + 2.0 * amax)).transpose(1, 0, 2)
     return Result(output=out, scale=scale, terms=L + N + n)
 
 

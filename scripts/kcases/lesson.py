@@ -2,8 +2,8 @@
 runs the C references kernels/*/ref*.c on the same draws). Every case is dtype f64: these
 pin the oracles themselves on random inputs, independently of the primer contract.
 
-Tolerance: both sides compute in float64 and differ only in the order of roundings (BLAS
-or pairwise sums here, left-to-right loops in C, exp of slightly different logits), so the
+Tolerance: both sides compute in float64 and differ only in the order of roundings
+(compensated sums here, left-to-right loops in C, exp of slightly different logits), so the
 dtype rule's sqrt(K) * u is replaced by a flat rtol of 1e-12 of the scale: ~4,500 u, far
 above that noise and orders of magnitude below any real error (docs/kernels.md).
 """
@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+import fpmath as fp
 from build_kernel_contract import Result
 
 LESSON_RTOL = 1e-12
@@ -22,8 +23,8 @@ def _options(case):
 
 def _softmax_rows(scores):
     top = scores.max(axis=1, keepdims=True)
-    e = np.exp(scores - top)
-    return e / e.sum(axis=1, keepdims=True)
+    e = fp.exp(scores - top)
+    return e / fp.sums(e, axis=1, keepdims=True)
 
 
 def _band(n_q, n_k, mask, w):
@@ -39,12 +40,12 @@ def _band(n_q, n_k, mask, w):
 
 
 def _attend(q, k, v, allowed, scaled):
-    scores = q @ k.T
+    scores = fp.matmul(q, k.T)
     if scaled:
         scores = scores / math.sqrt(q.shape[1])
     scores = np.where(allowed, scores, -np.inf)
     weights = _softmax_rows(scores)
-    return weights @ v, weights @ np.abs(v), weights
+    return fp.matmul(weights, v), fp.matmul(weights, np.abs(v)), weights
 
 
 def lesson_sdpa(case, rng):
@@ -78,7 +79,7 @@ def lesson_window_decode(case, rng):
 
 
 def _phi(x):
-    return np.where(x > 0, x + 1.0, np.exp(np.minimum(x, 0.0)))
+    return np.where(x > 0, x + 1.0, fp.exp(np.minimum(x, 0.0)))
 
 
 def lesson_linear_feature(case, rng):
@@ -91,12 +92,12 @@ def lesson_linear_feature(case, rng):
     k = rng.standard_normal((n, s["d"]))
     v = rng.standard_normal((n, s["d_v"]))
     fq, fk = _phi(q), _phi(k)
-    weights = np.tril(fq @ fk.T)
-    weights = weights / weights.sum(axis=1, keepdims=True)
-    parts, scales = [weights @ v], [weights @ np.abs(v)]
+    weights = np.tril(fp.matmul(fq, fk.T))
+    weights = weights / fp.sums(weights, axis=1, keepdims=True)
+    parts, scales = [fp.matmul(weights, v)], [fp.matmul(weights, np.abs(v))]
     if form == "recurrent":
-        parts += [fk.T @ v, fk.sum(axis=0)]
-        scales += [fk.T @ np.abs(v), fk.sum(axis=0)]
+        parts += [fp.matmul(fk.T, v), fp.sums(fk, axis=0)]
+        scales += [fp.matmul(fk.T, np.abs(v)), fp.sums(fk, axis=0)]
     elif form != "quadratic":
         raise ValueError(f"unknown form {form}")
     return Result(output=np.concatenate([p.ravel() for p in parts]),

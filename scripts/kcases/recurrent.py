@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+import fpmath as fp
 from build_kernel_contract import Result, round_to
 
 UNIT = {"f64": 2.0 ** -53, "f32": 2.0 ** -24}
@@ -19,14 +20,6 @@ UNIT = {"f64": 2.0 ** -53, "f32": 2.0 ** -24}
 def _flags(case, *names):
     options = case.get("options", {})
     return [bool(options.get(name, False)) for name in names]
-
-
-def _softplus(u):
-    return np.maximum(u, 0.0) + np.log1p(np.exp(-np.abs(u)))
-
-
-def _silu(v):
-    return v / (1.0 + np.exp(-v))
 
 
 def ssm_mamba1_scan(case, rng):
@@ -59,23 +52,23 @@ def ssm_mamba1_scan(case, rng):
     yscale = np.empty((B, L, D))
     safe_a = np.where(a == 0.0, 1.0, a)
     for t in range(L):
-        delta = _softplus(dr[:, t, :] + bias)                       # {B, D}
+        delta = fp.softplus(dr[:, t, :] + bias)                       # {B, D}
         da = delta[:, :, None] * a[None, :, :]                      # {B, D, N}
-        abar = np.exp(da)
+        abar = fp.exp(da)
         if exact:
-            factor = np.where(a == 0.0, delta[:, :, None], np.expm1(da) / safe_a)
+            factor = np.where(a == 0.0, delta[:, :, None], fp.expm1(da) / safe_a)
         else:
             factor = np.broadcast_to(delta[:, :, None], da.shape)
         u = factor * b[:, t, None, :] * x[:, t, :, None]
         h = abar * h + u
         habs = abar * habs + np.abs(u)
-        yt = np.einsum("bdn,bn->bd", h, c[:, t, :])
-        st = np.einsum("bdn,bn->bd", habs, np.abs(c[:, t, :]))
+        yt = fp.dot(h, c[:, t, None, :])                           # {B, D}
+        st = fp.dot(habs, np.abs(c[:, t, None, :]))
         if use_skip:
             yt = yt + skip * x[:, t, :]
             st = st + np.abs(skip * x[:, t, :])
         if gate:
-            g = _silu(z[:, t, :])
+            g = fp.silu(z[:, t, :])
             yt, st = yt * g, st * np.abs(g)
         y[:, t, :], yscale[:, t, :] = yt, st
     # Each output is also off by a few ulps of its own size (exp, softplus, gate): add |y|.
@@ -113,7 +106,7 @@ def conv_causal(case, rng):
     if silu:
         # silu' is within [-0.1, 1.1]: the sum's error passes through scaled by <= 1.1;
         # the exp and the division add a few ulps of |silu(y)|.
-        out = _silu(y)
+        out = fp.silu(y)
         scale = 1.1 * scale + np.abs(out)
         y = out
     tail_out = xx[:, L:, :]
@@ -143,7 +136,7 @@ def scan_affine(case, rng):
 
 
 def _phi(x, feature):
-    return x if feature == "identity" else np.where(x > 0.0, x + 1.0, np.exp(np.minimum(x, 0.0)))
+    return x if feature == "identity" else np.where(x > 0.0, x + 1.0, fp.exp(np.minimum(x, 0.0)))
 
 
 def linear_attention(case, rng):
@@ -183,15 +176,15 @@ def linear_attention(case, rng):
         Sa = at[:, :, None] * Sa + np.abs(fk[:, t, :, None] * v[:, t, None, :])
         z = at * z + fk[:, t, :]
         za = at * za + np.abs(fk[:, t, :])
-        num = np.einsum("hcd,hc->hd", S, fq[:, t, :])
-        nums = np.einsum("hcd,hc->hd", Sa, np.abs(fq[:, t, :]))
+        num = fp.dot(S, fq[:, t, :, None], axis=1)                 # {H, dv}
+        nums = fp.dot(Sa, np.abs(fq[:, t, :, None]), axis=1)
         if normalize:
-            den = np.einsum("hc,hc->h", z, fq[:, t, :])[:, None]
+            den = fp.dot(z, fq[:, t, :])[:, None]
             y[:, t, :] = num / den
             ys[:, t, :] = nums / den + np.abs(num / den)
         else:
             y[:, t, :], ys[:, t, :] = num, nums
-    G = 0.0 if gate_kind == "none" else float(np.max(np.sum(-np.log(a), axis=1)))
+    G = 0.0 if gate_kind == "none" else float(np.max(fp.sums(-fp.log(a), axis=1)))
     u = UNIT[dtype]
     output = np.concatenate([y.ravel(), S.ravel(), z.ravel()])
     scale = np.concatenate([ys.ravel(), Sa.ravel(), za.ravel()])
@@ -228,15 +221,15 @@ def ssm_ssd(case, rng):
     y, ys = np.empty((B, L, H, P)), np.empty((B, L, H, P))
     logsum = np.zeros((B, H))
     for t in range(L):
-        delta = _softplus(dt[:, t, :] + bias)                        # {B, H}
-        abar = np.exp(delta * a)
+        delta = fp.softplus(dt[:, t, :] + bias)                        # {B, H}
+        abar = fp.exp(delta * a)
         logsum += np.abs(delta * a)
         bt, ct = b[:, t, group, :], c[:, t, group, :]                # {B, H, N}
         u = (delta[:, :, None] * x[:, t, :, :])[:, :, :, None] * bt[:, :, None, :]
         S = abar[:, :, None, None] * S + u
         Sa = abar[:, :, None, None] * Sa + np.abs(u)
-        y[:, t] = np.einsum("bhpn,bhn->bhp", S, ct) + skip[:, None] * x[:, t]
-        ys[:, t] = np.einsum("bhpn,bhn->bhp", Sa, np.abs(ct)) + np.abs(skip[:, None] * x[:, t])
+        y[:, t] = fp.dot(S, ct[:, :, None, :]) + skip[:, None] * x[:, t]
+        ys[:, t] = fp.dot(Sa, np.abs(ct[:, :, None, :])) + np.abs(skip[:, None] * x[:, t])
     # Each abar (or segment product exp(sum delta A)) is exp of a rounded argument: its
     # relative error is u |argument|, and along a state's history these add up to at most
     # u * sum_t |delta_t A| (logsum), whatever the chunking.
@@ -278,16 +271,16 @@ def delta_rule(case, rng):
         kt = k[:, t, :]
         top = np.max(np.abs(kt), axis=1, keepdims=True)
         kh = kt / top
-        kh = kh / np.linalg.norm(kh, axis=1, keepdims=True)
+        kh = kh / fp.norm(kh, axis=1, keepdims=True)
         gt, bt = g[:, t, None, None], beta[:, t, None]
         base = gt * S
-        pred = np.einsum("hjc,hc->hj", base, kh)
+        pred = fp.dot(base, kh[:, None, :])                         # {H, dv}
         S = base + (bt * (v[:, t, :] - pred))[:, :, None] * kh[:, None, :]
-        pa = np.einsum("hjc,hc->hj", gt * Sa, np.abs(kh))
+        pa = fp.dot(gt * Sa, np.abs(kh[:, None, :]))
         Sa = gt * Sa + (bt * (np.abs(v[:, t, :]) + pa))[:, :, None] * np.abs(kh)[:, None, :]
-        y[:, t, :] = np.einsum("hjc,hc->hj", S, q[:, t, :])
-        ys[:, t, :] = np.einsum("hjc,hc->hj", Sa, np.abs(q[:, t, :]))
-    G = float(np.max(np.sum(-np.log(g), axis=1)))
+        y[:, t, :] = fp.dot(S, q[:, t, None, :])
+        ys[:, t, :] = fp.dot(Sa, np.abs(q[:, t, None, :]))
+    G = float(np.max(fp.sums(-fp.log(g), axis=1)))
     u = UNIT[dtype]
     output = np.concatenate([y.ravel(), S.ravel()])
     scale = np.concatenate([(ys + np.abs(y)).ravel(), (Sa + np.abs(S)).ravel()])
