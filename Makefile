@@ -8,9 +8,9 @@
 
 comma     := ,
 # ThreadSanitizer must see every synchronisation. Debian's libgomp is not built with TSan,
-# so its barriers and locks are invisible and every parallel region would be reported as
-# a race; clang's libomp is, through its Archer tool (libomp-14-dev), which tells TSan
-# about OpenMP barriers, locks, reductions and tasks. So SANITIZER=thread means clang.
+# so its barriers and locks are invisible and race-free parallel regions are reported as
+# races; clang's libomp comes with Archer (libomp-14-dev), an OpenMP tool that tells TSan
+# about barriers, locks, reductions and tasks. So SANITIZER=thread means clang.
 TSAN      := $(filter thread,$(subst $(comma), ,$(SANITIZER)))
 ifneq ($(TSAN),)
   ifeq ($(origin CC),default)
