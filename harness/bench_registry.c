@@ -148,6 +148,10 @@ static void finish_member(const lm_bench_case *bench, member *m, lm_bench_result
     lm_status s = m->status;
     result->reps = m->done;
     result->inner = m->inner;
+    result->rep_times_count = m->done < LM_BENCH_KEPT_REPS ? m->done : LM_BENCH_KEPT_REPS;
+    for (int i = 0; i < result->rep_times_count; i++) /* before the summary sorts them */
+        result->rep_times[i] = m->samples[(size_t)i * (size_t)m->done /
+                                          (size_t)result->rep_times_count];
     result->time = lm_summarize(m->samples, (size_t)m->done);
     free(m->samples);
     if (s == LM_OK)

@@ -12,7 +12,7 @@ const char *const lm_results_columns[LM_RESULTS_COLUMNS] = {
     "reps", "median_s", "min_s", "p25_s", "p75_s", "gflops", "gbps", "roofline_frac",
     "checksum", "status",
     /* longmix extras: */
-    "flops", "bytes", "err_max", "note", "compiler", "cores", "llc_bytes"};
+    "flops", "bytes", "err_max", "note", "compiler", "cores", "llc_bytes", LM_RESULTS_REP_TIMES};
 
 const char *const lm_results_key_columns[LM_RESULTS_KEY_COLUMNS] = {
     "kernel", "isa", "threads", "dtype", "bits", "n_ctx", "chunk",
@@ -346,7 +346,7 @@ void lm_csv_row_key(const lm_csv *csv, size_t r, char *out, size_t size)
 
 /* ---- typed rows ----------------------------------------------------------------- */
 
-enum { CELL = 160 };
+enum { CELL = 160, REP_TEXT = LM_RESULTS_MAX_REP_TIMES * 24 };
 
 static void fmt_double(char *out, double v)
 {
@@ -356,9 +356,21 @@ static void fmt_double(char *out, double v)
         snprintf(out, CELL, "%.9g", v);
 }
 
+/* The repetition times as "t1;t2;...", each %.9g. */
+static void fmt_rep_times(char *out, size_t size, const double *times, size_t count)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < count && i < LM_RESULTS_MAX_REP_TIMES && times != NULL; i++) {
+        int n = snprintf(out + used, size - used, "%s%.9g", i ? ";" : "", times[i]);
+        used += n > 0 ? (size_t)n : 0;
+    }
+}
+
 lm_status lm_result_append(lm_csv *csv, const lm_machine_meta *meta, const lm_result_row *row,
                            lm_error *err)
 {
+    char rep_times[REP_TEXT];
     char cells[LM_RESULTS_COLUMNS][CELL];
     const char *ptrs[LM_RESULTS_COLUMNS];
     int i = 0;
@@ -405,6 +417,8 @@ lm_status lm_result_append(lm_csv *csv, const lm_machine_meta *meta, const lm_re
 #undef REAL
     for (int c = 0; c < LM_RESULTS_COLUMNS; c++)
         ptrs[c] = cells[c];
+    fmt_rep_times(rep_times, sizeof rep_times, row->rep_times, row->rep_count);
+    ptrs[i] = rep_times;
     if (csv->columns != LM_RESULTS_COLUMNS)
         return lm_fail(err, LM_ERR_SCHEMA, "results table must have the %d results columns",
                        LM_RESULTS_COLUMNS);

@@ -12,9 +12,12 @@
 
 /* The Results CSV columns of DESIGN.md, in order (LM_RESULTS_REQUIRED of them), then
  * longmix's extra columns (flops and bytes of one run, the error against the float64
- * reference, a note, and machine facts from `longmix info`). */
+ * reference, a note, machine facts from `longmix info`, and the repetition times that
+ * `longmix compare` tests: seconds per run separated by ';', in the order measured). */
 #define LM_RESULTS_REQUIRED 28
-#define LM_RESULTS_COLUMNS 35
+#define LM_RESULTS_COLUMNS 36
+#define LM_RESULTS_REP_TIMES "rep_times_s" /* the name of that last column */
+#define LM_RESULTS_MAX_REP_TIMES 256       /* the most lm_result_append writes */
 extern const char *const lm_results_columns[LM_RESULTS_COLUMNS];
 
 /* The configuration columns that identify a measurement (used by --resume and merge). */
@@ -68,6 +71,8 @@ typedef struct lm_result_row {
     lm_summary time;                 /* seconds per run */
     double gflops, gbps, roofline_frac, checksum;
     double flops, bytes, err_max;    /* per run; err_max < 0 when not checked */
+    const double *rep_times;         /* {rep_count} seconds per run in time order, or NULL */
+    size_t rep_count;
 } lm_result_row;
 
 lm_status lm_result_append(lm_csv *csv, const lm_machine_meta *meta, const lm_result_row *row,
