@@ -191,8 +191,7 @@ static void write_tap(const lm_report *report, FILE *out)
     }
 }
 
-/* Writes `text` with the characters XML and JSON need escaped. */
-static void write_escaped(FILE *out, const char *text, bool json)
+void lm_report_write_escaped(FILE *out, const char *text, bool json)
 {
     for (const char *p = text_or_empty(text); *p; p++) {
         unsigned char ch = (unsigned char)*p;
@@ -216,20 +215,20 @@ static void write_escaped(FILE *out, const char *text, bool json)
 static void write_junit_case(const check *c, FILE *out)
 {
     fputs("    <testcase classname=\"", out);
-    write_escaped(out, c->section, false);
+    lm_report_write_escaped(out, c->section, false);
     fputs("\" name=\"", out);
-    write_escaped(out, c->name, false);
+    lm_report_write_escaped(out, c->name, false);
     fputs("\"", out);
     if (c->passed) {
         fputs("/>\n", out);
         return;
     }
     fputs(">\n      <failure message=\"expected ", out);
-    write_escaped(out, c->expected, false);
+    lm_report_write_escaped(out, c->expected, false);
     fputs(", got ", out);
-    write_escaped(out, c->got, false);
+    lm_report_write_escaped(out, c->got, false);
     fputs(" (", out);
-    write_escaped(out, c->tolerance, false);
+    lm_report_write_escaped(out, c->tolerance, false);
     fputs(")\"/>\n    </testcase>\n", out);
 }
 
@@ -246,7 +245,7 @@ static void write_junit(const lm_report *report, FILE *out)
                       text_or_empty(report->checks[start].file)) == 0)
             failures += !report->checks[end++].passed;
         fputs("  <testsuite name=\"", out);
-        write_escaped(out, report->checks[start].file, false);
+        lm_report_write_escaped(out, report->checks[start].file, false);
         fprintf(out, "\" tests=\"%zu\" failures=\"%zu\">\n", end - start, failures);
         for (size_t i = start; i < end; i++)
             write_junit_case(&report->checks[i], out);
@@ -259,7 +258,7 @@ static void write_junit(const lm_report *report, FILE *out)
 static void write_json_field(FILE *out, const char *key, const char *value, bool last)
 {
     fprintf(out, "\"%s\": \"", key);
-    write_escaped(out, value, true);
+    lm_report_write_escaped(out, value, true);
     fputs(last ? "\"" : "\", ", out);
 }
 

@@ -43,6 +43,10 @@ bool lm_check_rejects(lm_report *report, const char *section, const char *name,
 size_t lm_report_passed(const lm_report *report);
 size_t lm_report_failed(const lm_report *report);
 
+/* Writes `text` (NULL as "(out of memory)") with the characters XML attributes (json false)
+ * or JSON strings (json true) need escaped. */
+void lm_report_write_escaped(FILE *out, const char *text, bool json);
+
 /* Writes every check in `format`; text and TAP end with the line "N passed, N failed". */
 void lm_report_write(const lm_report *report, lm_format format, FILE *out);
 
