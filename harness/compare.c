@@ -30,7 +30,7 @@ static void compare_usage(FILE *out)
         "batch) and prints the ratio of the medians, NEW over BASE, of each. A configuration\n"
         "is SLOWER (a regression) when both hold:\n"
         "  - its median ratio exceeds the allowance (1 + PCT/100) x max(1, machine), where\n"
-        "    machine is how much slower the same-run roofline of NEW's row was than BASE's\n"
+        "    machine is how much lower the same-run roofline of NEW's row was than BASE's\n"
         "    (a slower machine minute is not a regression; a faster one never makes one);\n"
         "  - the one-sided Mann-Whitney U test of NEW's repetition times divided by the\n"
         "    allowance against BASE's (column rep_times_s) gives p < alpha: slower by more\n"
@@ -182,6 +182,10 @@ static void describe(const lm_compare_row *r, const compare_cli *o, char *out, s
         snprintf(out, size, "%s", r->reason);
         return;
     default: break;
+    }
+    if (!(r->ratio > 0.0)) { /* untested before the times were read */
+        snprintf(out, size, "%s", r->reason);
+        return;
     }
     fmt_seconds(tb, sizeof tb, r->base_median);
     fmt_seconds(tn, sizeof tn, r->new_median);
