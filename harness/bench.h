@@ -87,6 +87,9 @@ void lm_bench_default_config(const lm_bench_case *bench, lm_bench_config *config
 typedef struct lm_bench_result {
     lm_summary time;  /* seconds per run over the timed repetitions */
     double rep_times[LM_BENCH_KEPT_REPS]; /* {rep_times_count} seconds per run, in time order */
+    double rep_cpu_times[LM_BENCH_KEPT_REPS]; /* the same repetitions' process CPU seconds
+                                                  per run (all threads): what a shared
+                                                  machine's other jobs do not inflate */
     int rep_times_count;
     int reps;
     long inner;       /* runs per timed repetition (fast kernels repeat to reach ~1 ms) */

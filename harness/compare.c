@@ -22,8 +22,8 @@ static void compare_usage(FILE *out)
 {
     fputs(
         "usage: longmix compare BASE.csv NEW.csv [--max-slowdown PCT] [--alpha A]\n"
-        "                       [--format text|junit|json] [--output FILE] [--raw] [--force]\n"
-        "                       [--strict]\n"
+        "                       [--time wall|cpu] [--format text|junit|json] [--output FILE]\n"
+        "                       [--raw] [--force] [--strict]\n"
         "\n"
         "Joins the rows of two results files (longmix sweep) by configuration (kernel, isa,\n"
         "threads, dtype, bits, n_ctx, chunk, heads, kv_heads, head_dim, d_inner, d_state,\n"
@@ -42,6 +42,10 @@ static void compare_usage(FILE *out)
         "  --max-slowdown PCT  allowed slowdown in percent (default 10)\n"
         "  --alpha A           level of the U tests (default 0.05); the repetitions must be\n"
         "                      able to reach it (5 vs 5 can reach 0.004, 3 vs 3 only 0.05)\n"
+        "  --time wall|cpu     judge wall times (default: median_s, rep_times_s) or the\n"
+        "                      process CPU times of the same repetitions (rep_cpu_s): on a\n"
+        "                      machine shared with other jobs, CPU time is what their\n"
+        "                      scheduling does not inflate (one-thread rows: the kernel's own)\n"
         "  --format F          text (default: one line per configuration, then a summary),\n"
         "                      junit (JUnit XML: one testcase per configuration) or json\n"
         "  --output FILE       write the report to FILE (the summary line goes to stderr)\n"
@@ -109,12 +113,17 @@ static int parse_cli(int argc, char **argv, compare_cli *o)
         } else if (strcmp(a, "--strict") == 0) {
             o->strict = true;
         } else if (strcmp(a, "--max-slowdown") == 0 || strcmp(a, "--alpha") == 0 ||
-                   strcmp(a, "--format") == 0 || strcmp(a, "--output") == 0) {
+                   strcmp(a, "--format") == 0 || strcmp(a, "--output") == 0 ||
+                   strcmp(a, "--time") == 0) {
             if (v == NULL)
                 return usage_error(a, " needs a value");
             i++;
             if (strcmp(a, "--output") == 0)
                 o->output = v;
+            else if (strcmp(a, "--time") == 0 && strcmp(v, "wall") != 0 && strcmp(v, "cpu") != 0)
+                return usage_error("--time takes wall or cpu, got ", v);
+            else if (strcmp(a, "--time") == 0)
+                o->rule.cpu_time = strcmp(v, "cpu") == 0;
             else if (strcmp(a, "--format") == 0 && !parse_format(v, &o->format))
                 return usage_error("--format takes text, junit or json, got ", v);
             else if (strcmp(a, "--max-slowdown") == 0 &&
@@ -229,10 +238,10 @@ static void write_text(const lm_compare_result *res, const compare_cli *o, FILE 
             o->new_, res->new_rows, res->base_cpu);
     if (strcmp(res->base_cpu, res->new_cpu) != 0)
         fprintf(out, " vs '%s' (--force)", res->new_cpu);
-    fprintf(out, "\nrule: SLOWER when median ratio > %.3g x machine slowdown%s and one-sided "
-                 "U test p < %g\n",
-            1.0 + o->rule.max_slowdown, o->rule.use_roofline ? " (same-run roofline)" : " (--raw: 1)",
-            o->rule.alpha);
+    fprintf(out, "\nrule: SLOWER when the %s time's median ratio > %.3g x machine slowdown%s and "
+                 "one-sided U test p < %g\n",
+            o->rule.cpu_time ? "CPU" : "wall", 1.0 + o->rule.max_slowdown,
+            o->rule.use_roofline ? " (same-run roofline)" : " (--raw: 1)", o->rule.alpha);
     char text[1024];
     for (size_t i = 0; i < res->count; i++) {
         describe(&res->rows[i], o, text, sizeof text);
@@ -319,10 +328,11 @@ static void write_json(const lm_compare_result *res, const compare_cli *o, FILE 
                             json_integer((json_int_t)res->counts[v]));
     for (size_t i = 0; i < res->count; i++)
         json_array_append_new(rows, row_json(&res->rows[i], o));
-    json_t *root = json_pack("{s:s, s:s, s:s, s:s, s:f, s:f, s:b, s:b, s:o, s:o}", "base",
+    json_t *root = json_pack("{s:s, s:s, s:s, s:s, s:f, s:f, s:s, s:b, s:b, s:o, s:o}", "base",
                              o->base, "new", o->new_, "base_cpu_model", res->base_cpu,
                              "new_cpu_model", res->new_cpu, "max_slowdown_pct",
-                             100.0 * o->rule.max_slowdown, "alpha", o->rule.alpha, "roofline",
+                             100.0 * o->rule.max_slowdown, "alpha", o->rule.alpha, "time",
+                             o->rule.cpu_time ? "cpu" : "wall", "roofline",
                              (int)o->rule.use_roofline, "strict", (int)o->strict, "counts",
                              counts, "rows", rows);
     if (root != NULL)

@@ -10,6 +10,8 @@
  *            allowed_fast = (1 + max_slowdown) * max(1, 1 / machine), and the U test of
  *            {new_i * allowed_fast} against {base_j} (smaller) gives p < alpha
  *   same     otherwise.
+ * With cpu_time the medians and the tests use the rows' process CPU times (rep_cpu_s)
+ * instead of wall times (median_s, rep_times_s).
  *
  * The roofline can explain a change (a slower machine minute) but never create one. */
 #ifndef LONGMIX_COMPARE_H
@@ -36,6 +38,7 @@ typedef struct lm_compare_options {
     double max_slowdown; /* allowed slowdown as a fraction (0.10 = 10 %), > 0 */
     double alpha;        /* level of the one-sided U tests, in (0, 1) */
     bool use_roofline;   /* scale the allowance by the same-run roofline (else machine = 1) */
+    bool cpu_time;       /* judge the process CPU times (rep_cpu_s) instead of wall times */
     bool force;          /* compare files of different CPU models */
 } lm_compare_options;
 
@@ -47,7 +50,7 @@ typedef struct lm_compare_row {
     char label[LM_COMPARE_LABEL]; /* "attn_decode avx512 t1 f32 bits=32 n_ctx=256 ..." */
     char kernel[64];
     long base_line, new_line;     /* line in each file, 0 when absent */
-    double base_median, new_median; /* seconds; 0 when absent */
+    double base_median, new_median; /* seconds (wall, or CPU with cpu_time); 0 when absent */
     double ratio;                 /* new_median / base_median; 0 when not both */
     double machine;               /* attainable_base / attainable_new; 0 when unknown */
     double allowed, allowed_fast; /* slowdown allowance and its mirror for "faster" */

@@ -27,7 +27,7 @@ typedef struct keyed_row {
 typedef struct side {
     const lm_csv *csv;
     const char *name;
-    int cpu, status, median, frac, gflops, reps, times, note;
+    int cpu, status, median, frac, gflops, reps, times, cpu_times, note;
     keyed_row *sorted; /* {csv->rows}, by key */
 } side;
 
@@ -56,6 +56,7 @@ static lm_status open_side(side *s, const lm_csv *csv, const char *name, lm_erro
     s->gflops = lm_csv_column(csv, "gflops");
     s->reps = lm_csv_column(csv, "reps");
     s->times = lm_csv_column(csv, LM_RESULTS_REP_TIMES);
+    s->cpu_times = lm_csv_column(csv, LM_RESULTS_REP_CPU);
     s->note = lm_csv_column(csv, "note");
     s->sorted = malloc(csv->rows * sizeof *s->sorted);
     if (s->sorted == NULL)
@@ -135,14 +136,16 @@ static lm_status bad_cell(const side *s, size_t row, const char *column, const c
                    cell(s, row, c), rule);
 }
 
-/* The repetition times of a row: {*count} into times {LM_BENCH_KEPT_REPS}. *count = 0 when
- * the file has no such column or the cell is empty. A count that disagrees with reps (all
- * of them, or LM_BENCH_KEPT_REPS of more) is a malformed row. */
-static lm_status read_times(const side *s, size_t row, double *times, size_t *count,
-                            lm_error *err)
+/* The repetition times of a row in `column` (rep_times_s or rep_cpu_s): {*count} into
+ * times {LM_BENCH_KEPT_REPS}. *count = 0 when the file has no such column or the cell is
+ * empty. A count that disagrees with reps (all of them, or LM_BENCH_KEPT_REPS of more) is
+ * a malformed row. */
+static lm_status read_times(const side *s, size_t row, int column, double *times,
+                            size_t *count, lm_error *err)
 {
     *count = 0;
-    const char *text = cell(s, row, s->times);
+    const char *name = s->csv->header[column >= 0 ? column : 0];
+    const char *text = cell(s, row, column);
     if (text[0] == '\0')
         return LM_OK;
     char item[64];
@@ -152,8 +155,8 @@ static lm_status read_times(const side *s, size_t row, double *times, size_t *co
         snprintf(item, sizeof item, "%.*s", (int)(len < sizeof item ? len : sizeof item - 1), p);
         if (*count == LM_BENCH_KEPT_REPS || len >= sizeof item || !parse_real(item, &v) ||
             !(v > 0.0))
-            return bad_cell(s, row, LM_RESULTS_REP_TIMES,
-                            "must be at most 64 positive times separated by ';'", err);
+            return bad_cell(s, row, name, "must be at most 64 positive times separated by ';'",
+                            err);
         times[(*count)++] = v;
         if (p[len] == '\0')
             break;
@@ -164,8 +167,8 @@ static lm_status read_times(const side *s, size_t row, double *times, size_t *co
         return bad_cell(s, row, "reps", "must be a positive integer", err);
     double want = reps < LM_BENCH_KEPT_REPS ? reps : LM_BENCH_KEPT_REPS;
     if ((double)*count != want)
-        return lm_fail(err, LM_ERR_PARSE, "%s:%ld: rep_times_s holds %zu times where reps is %.0f",
-                       s->name, line_of(row), *count, reps);
+        return lm_fail(err, LM_ERR_PARSE, "%s:%ld: %s holds %zu times where reps is %.0f",
+                       s->name, line_of(row), name, *count, reps);
     return LM_OK;
 }
 
@@ -188,6 +191,34 @@ static void make_label(const side *s, size_t row, char *out, size_t size)
             n = 0;
         used += n > 0 ? (size_t)n : 0;
     }
+}
+
+/* The medians the ratio divides: median_s of each row (wall), or the median of each row's
+ * CPU times. With cpu_time and no CPU times on a side, the row is untested (ratio 0). */
+static lm_status medians(const side *b, size_t rb, const double *tb, size_t nb, const side *n,
+                         size_t rn, const double *tn, size_t nn, bool cpu_time,
+                         lm_compare_row *row, lm_error *err)
+{
+    if (cpu_time) {
+        double sorted[LM_BENCH_KEPT_REPS];
+        if (nb == 0 || nn == 0) {
+            row->verdict = LM_COMPARE_UNTESTED;
+            snprintf(row->reason, sizeof row->reason, "no CPU times (%s) in %s",
+                     LM_RESULTS_REP_CPU, nb == 0 ? b->name : n->name);
+            return LM_OK;
+        }
+        memcpy(sorted, tb, nb * sizeof *sorted);
+        row->base_median = lm_summarize(sorted, nb).median;
+        memcpy(sorted, tn, nn * sizeof *sorted);
+        row->new_median = lm_summarize(sorted, nn).median;
+    } else {
+        if (!parse_real(cell(b, rb, b->median), &row->base_median) || !(row->base_median > 0.0))
+            return bad_cell(b, rb, "median_s", "must be a positive number of seconds", err);
+        if (!parse_real(cell(n, rn, n->median), &row->new_median) || !(row->new_median > 0.0))
+            return bad_cell(n, rn, "median_s", "must be a positive number of seconds", err);
+    }
+    row->ratio = row->new_median / row->base_median;
+    return LM_OK;
 }
 
 /* The attainable rate of a row under its same-run roofline (gflops / roofline_frac), or 0
@@ -247,22 +278,20 @@ static lm_status judge(const side *b, size_t rb, const side *n, size_t rn,
                  status_base);
         return LM_OK;
     }
-    if (!parse_real(cell(b, rb, b->median), &row->base_median) || !(row->base_median > 0.0))
-        return bad_cell(b, rb, "median_s", "must be a positive number of seconds", err);
-    if (!parse_real(cell(n, rn, n->median), &row->new_median) || !(row->new_median > 0.0))
-        return bad_cell(n, rn, "median_s", "must be a positive number of seconds", err);
-    row->ratio = row->new_median / row->base_median;
+    double tb[LM_BENCH_KEPT_REPS], tn[LM_BENCH_KEPT_REPS];
+    lm_status s = read_times(b, rb, o->cpu_time ? b->cpu_times : b->times, tb, &row->base_reps,
+                             err);
+    if (s == LM_OK)
+        s = read_times(n, rn, o->cpu_time ? n->cpu_times : n->times, tn, &row->new_reps, err);
+    if (s == LM_OK)
+        s = medians(b, rb, tb, row->base_reps, n, rn, tn, row->new_reps, o->cpu_time, row, err);
+    if (s != LM_OK || row->ratio == 0.0)
+        return s; /* untested: a side has no CPU times */
     double ab = attainable(b, rb), an = attainable(n, rn);
     row->machine = o->use_roofline && ab > 0.0 && an > 0.0 ? ab / an : 0.0;
     double m = row->machine > 0.0 ? row->machine : 1.0;
     row->allowed = (1.0 + o->max_slowdown) * fmax(1.0, m);
     row->allowed_fast = (1.0 + o->max_slowdown) * fmax(1.0, 1.0 / m);
-    double tb[LM_BENCH_KEPT_REPS], tn[LM_BENCH_KEPT_REPS];
-    lm_status s = read_times(b, rb, tb, &row->base_reps, err);
-    if (s == LM_OK)
-        s = read_times(n, rn, tn, &row->new_reps, err);
-    if (s != LM_OK)
-        return s;
     row->verdict = LM_COMPARE_UNTESTED;
     if (row->base_reps == 0 || row->new_reps == 0) {
         snprintf(row->reason, sizeof row->reason, "no repetition times (%s) in %s",

@@ -12,7 +12,8 @@ const char *const lm_results_columns[LM_RESULTS_COLUMNS] = {
     "reps", "median_s", "min_s", "p25_s", "p75_s", "gflops", "gbps", "roofline_frac",
     "checksum", "status",
     /* longmix extras: */
-    "flops", "bytes", "err_max", "note", "compiler", "cores", "llc_bytes", LM_RESULTS_REP_TIMES};
+    "flops", "bytes", "err_max", "note", "compiler", "cores", "llc_bytes", LM_RESULTS_REP_TIMES,
+    LM_RESULTS_REP_CPU};
 
 const char *const lm_results_key_columns[LM_RESULTS_KEY_COLUMNS] = {
     "kernel", "isa", "threads", "dtype", "bits", "n_ctx", "chunk",
@@ -370,7 +371,7 @@ static void fmt_rep_times(char *out, size_t size, const double *times, size_t co
 lm_status lm_result_append(lm_csv *csv, const lm_machine_meta *meta, const lm_result_row *row,
                            lm_error *err)
 {
-    char rep_times[REP_TEXT];
+    char rep_times[REP_TEXT], rep_cpu[REP_TEXT];
     char cells[LM_RESULTS_COLUMNS][CELL];
     const char *ptrs[LM_RESULTS_COLUMNS];
     int i = 0;
@@ -418,7 +419,9 @@ lm_status lm_result_append(lm_csv *csv, const lm_machine_meta *meta, const lm_re
     for (int c = 0; c < LM_RESULTS_COLUMNS; c++)
         ptrs[c] = cells[c];
     fmt_rep_times(rep_times, sizeof rep_times, row->rep_times, row->rep_count);
+    fmt_rep_times(rep_cpu, sizeof rep_cpu, row->rep_cpu_times, row->rep_count);
     ptrs[i] = rep_times;
+    ptrs[i + 1] = rep_cpu;
     if (csv->columns != LM_RESULTS_COLUMNS)
         return lm_fail(err, LM_ERR_SCHEMA, "results table must have the %d results columns",
                        LM_RESULTS_COLUMNS);

@@ -13,10 +13,12 @@
 /* The Results CSV columns of DESIGN.md, in order (LM_RESULTS_REQUIRED of them), then
  * longmix's extra columns (flops and bytes of one run, the error against the float64
  * reference, a note, machine facts from `longmix info`, and the repetition times that
- * `longmix compare` tests: seconds per run separated by ';', in the order measured). */
+ * `longmix compare` tests: wall and process CPU seconds per run, each list separated by
+ * ';', in the order measured). */
 #define LM_RESULTS_REQUIRED 28
-#define LM_RESULTS_COLUMNS 36
-#define LM_RESULTS_REP_TIMES "rep_times_s" /* the name of that last column */
+#define LM_RESULTS_COLUMNS 37
+#define LM_RESULTS_REP_TIMES "rep_times_s" /* the names of those last two columns */
+#define LM_RESULTS_REP_CPU "rep_cpu_s"
 #define LM_RESULTS_MAX_REP_TIMES 256       /* the most lm_result_append writes */
 extern const char *const lm_results_columns[LM_RESULTS_COLUMNS];
 
@@ -72,6 +74,7 @@ typedef struct lm_result_row {
     double gflops, gbps, roofline_frac, checksum;
     double flops, bytes, err_max;    /* per run; err_max < 0 when not checked */
     const double *rep_times;         /* {rep_count} seconds per run in time order, or NULL */
+    const double *rep_cpu_times;     /* {rep_count} process CPU seconds per run, or NULL */
     size_t rep_count;
 } lm_result_row;
 

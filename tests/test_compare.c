@@ -144,6 +144,9 @@ Test(compare, measurement_keeps_repetition_times_in_order)
     lm_summary s = lm_summarize(sorted, 7);
     cr_assert_float_eq(s.median, r.time.median, 0.0); /* the same samples as the summary */
     cr_assert_float_eq(s.min, r.time.min, 0.0);
+    for (int i = 0; i < 7; i++) /* one thread: CPU time is the wall time less waiting */
+        cr_assert(r.rep_cpu_times[i] > 0.0 && r.rep_cpu_times[i] <= 1.5 * r.rep_times[i] + 1e-4,
+                  "rep %d: cpu %.3g s, wall %.3g s", i, r.rep_cpu_times[i], r.rep_times[i]);
     /* more repetitions than kept: 64 of them, evenly spaced */
     cr_assert_eq(lm_bench_measure(c, &k, 130, NULL, &r, NULL), LM_OK);
     cr_assert_eq(r.reps, 130);
@@ -168,7 +171,7 @@ static void table(lm_csv *csv, const char *cpu, size_t count, const long *n_ctx,
         lm_result_row row = {.kernel = "gemv_rowdot", .isa = "scalar", .dtype = "f32",
                              .status = "ok", .threads = 1, .bits = 32, .n_ctx = n_ctx[i],
                              .d_inner = 16, .batch = 1, .reps = (int)nt, .rep_times = t,
-                             .rep_count = nt, .flops = 1e6, .bytes = 1e6};
+                             .rep_cpu_times = t, .rep_count = nt, .flops = 1e6, .bytes = 1e6};
         row.time = lm_summarize(sorted, nt);
         row.gflops = row.flops / row.time.median * 1e-9;
         row.roofline_frac = row.gflops / frac[i]; /* frac[] holds the attainable GFLOP/s */
@@ -210,6 +213,13 @@ Test(compare, rule_on_tables_slower_same_faster_missing_and_machine)
     cr_assert_str_eq(res.rows[0].label, "gemv_rowdot scalar t1 f32 bits=32 n_ctx=1 d_inner=16 "
                                         "batch=1");
     lm_compare_free(&res);
+    o.cpu_time = true; /* the same CPU times: the same verdicts */
+    cr_assert_eq(lm_compare_results(&base, "b.csv", &new_, "n.csv", &o, &res, &err), LM_OK);
+    cr_assert_eq(res.rows[0].verdict, LM_COMPARE_SLOWER);
+    cr_assert_eq(res.rows[1].verdict, LM_COMPARE_SAME);
+    cr_assert_float_eq(res.rows[0].ratio, 1.5, 1e-12);
+    lm_compare_free(&res);
+    o.cpu_time = false;
     o.use_roofline = false; /* --raw: the slower machine is no excuse */
     cr_assert_eq(lm_compare_results(&base, "b.csv", &new_, "n.csv", &o, &res, &err), LM_OK);
     cr_assert_eq(res.rows[1].verdict, LM_COMPARE_SLOWER);

@@ -7,9 +7,9 @@ template() { # a real sweep row to build on: $WORK/t.csv
   [ -s "$WORK/t.csv" ] || "$LONGMIX" sweep --kernel gemv_rowdot --ctx 16 --d-inner 16 --reps 2 \
     --isa scalar --no-roofline --out "$WORK/t.csv" 2>/dev/null
 }
-# rows OUT SPEC...: one row per SPEC "n=N times=T1;T2;... [roof=GFLOPS] [cpu=NAME] [status=S]"
-# (times in ms; roof = the attainable rate of the row's same-run roofline; times= empty
-# leaves rep_times_s empty, reps=R overrides the count)
+# rows OUT SPEC...: one row per SPEC "n=N times=T1;T2;... [cputimes=C1;C2;...] [roof=GFLOPS]
+# [cpu=NAME] [status=S] [note=TEXT] [empty=1]" (times in ms, CPU times the same unless given;
+# roof = the attainable rate of the row's same-run roofline; empty=1 leaves both lists empty)
 rows() {
   template
   "$PYTHON" - "$WORK/t.csv" "$@" <<'PY'
@@ -27,7 +27,9 @@ with open(out, "w", newline="") as f:
                  median_s="%.9g" % statistics.median(times), min_s="%.9g" % min(times),
                  p25_s="%.9g" % q[0], p75_s="%.9g" % q[2], status=s.get("status", "ok"),
                  cpu_model=s.get("cpu", "CPU A"), note=s.get("note", ""),
-                 rep_times_s="" if s.get("empty") else ";".join("%.9g" % t for t in times))
+                 rep_times_s="" if s.get("empty") else ";".join("%.9g" % t for t in times),
+                 rep_cpu_s="" if s.get("empty") else ";".join(
+                     "%.9g" % (float(t) * 1e-3) for t in s.get("cputimes", s["times"]).split(";")))
         gflops = float(r["flops"]) / statistics.median(times) * 1e-9
         r["gflops"] = "%.9g" % gflops
         r["roofline_frac"] = "%.9g" % (gflops / float(s["roof"])) if "roof" in s else "0"
@@ -79,6 +81,22 @@ test_compare_slower_machine_minute_is_not_a_regression() {
   expect_exit 0 "$LONGMIX" compare "$WORK/base.csv" "$WORK/new2.csv"
   expect_text out "same     $label n_ctx=1 $tail_label: 1.000x (1 ms -> 1 ms), machine 0.500x, allowed 1.100x"
 }
+test_compare_cpu_time_sees_through_a_busy_machine() {
+  # the other jobs of a shared machine stretched NEW's wall times 1.8x; its CPU times did not
+  rows "$WORK/base.csv" "n=1 times=$steady roof=10"
+  rows "$WORK/new.csv" "n=1 times=1.80;1.95;1.70;2.10;1.75;1.85;1.90 cputimes=$steady roof=10"
+  expect_exit 1 "$LONGMIX" compare "$WORK/base.csv" "$WORK/new.csv"
+  expect_text out "SLOWER   $label n_ctx=1 $tail_label: 1.850x (1 ms -> 1.85 ms)"
+  expect_exit 0 "$LONGMIX" compare "$WORK/base.csv" "$WORK/new.csv" --time cpu
+  expect_text out "rule: SLOWER when the CPU time's median ratio > 1.1 x machine slowdown"
+  expect_text out "same     $label n_ctx=1 $tail_label: 1.000x (1 ms -> 1 ms)"
+  # and a real slowdown shows in CPU time too
+  rows "$WORK/new2.csv" "n=1 times=$steady cputimes=1.50;1.51;1.49;1.52;1.48;1.515;1.485 roof=10"
+  expect_exit 1 "$LONGMIX" compare "$WORK/base.csv" "$WORK/new2.csv" --time cpu
+  expect_text out "SLOWER   $label n_ctx=1 $tail_label: 1.500x (1 ms -> 1.5 ms)"
+  expect_exit 2 "$LONGMIX" compare "$WORK/base.csv" "$WORK/new2.csv" --time user
+  expect_text err "--time takes wall or cpu, got user"
+}
 test_compare_failed_row_exits_1() {
   rows "$WORK/base.csv" "n=1 times=$steady roof=10"
   rows "$WORK/new.csv" "n=1 times=0.5;0.5;0.5;0.5;0.5 roof=10 status=wrong note=output_differs"
@@ -93,6 +111,8 @@ test_compare_untested_rows_say_why() {
   expect_exit 0 "$LONGMIX" compare "$WORK/base.csv" "$WORK/new.csv"
   expect_text out "untested $label n_ctx=1 $tail_label: 2.000x (1 ms -> 2 ms), machine 1.000x, allowed 1.100x; untested: 3 vs 3 repetitions cannot reach p < 0.05 (at best 0.05): measure with --reps 4 or more"
   expect_text out "n_ctx=2 $tail_label: 1.000x (1 ms -> 1 ms), machine 1.000x, allowed 1.100x; untested: no repetition times (rep_times_s) in $WORK/new.csv"
+  expect_exit 0 "$LONGMIX" compare "$WORK/base.csv" "$WORK/new.csv" --time cpu
+  expect_text out "n_ctx=2 $tail_label: no CPU times (rep_cpu_s) in $WORK/new.csv"
   expect_text out "untested $label n_ctx=3 $tail_label: the baseline row has status 'error'"
   expect_text out "0 same, 3 untested"
   expect_exit 1 "$LONGMIX" compare "$WORK/base.csv" "$WORK/new.csv" --strict
@@ -138,6 +158,7 @@ assert d["counts"] == {"same": 0, "faster": 0, "slower": 1, "failed": 0, "untest
                        "base_only": 1, "new_only": 1}, d["counts"]
 r = d["rows"][0]
 assert r["verdict"] == "slower" and r["fails"] and abs(r["ratio"] - 1.5) < 1e-9, r
+assert d["time"] == "wall", d["time"]
 assert r["base_reps"] == 7 and r["exact"] and r["p_slower"] < 0.001 and r["machine"] == 1.0, r
 assert d["rows"][1]["ratio"] is None and d["rows"][1]["base_line"] == 3
 assert d["max_slowdown_pct"] == 10 and d["alpha"] == 0.05 and d["roofline"] is True
@@ -174,10 +195,14 @@ test_compare_a_real_sweep_against_itself() {
 import csv, statistics, sys
 for r in csv.DictReader(open(sys.argv[1])):
     t = [float(x) for x in r["rep_times_s"].split(";")]
+    c = [float(x) for x in r["rep_cpu_s"].split(";")]
     assert len(t) == 5 and abs(statistics.median(t) - float(r["median_s"])) <= 1e-9 * max(t), r
+    assert len(c) == 5 and all(x > 0 for x in c), r
     assert float(r["roofline_frac"]) > 0, r' "$WORK/s.csv"
   expect_exit 0 "$LONGMIX" compare "$WORK/s.csv" "$WORK/s.csv"
   expect_text out "same     $label n_ctx=16 $tail_label: 1.000x"
+  expect_text out "2 configurations: 0 slower, 0 failed, 0 faster, 2 same"
+  expect_exit 0 "$LONGMIX" compare "$WORK/s.csv" "$WORK/s.csv" --time cpu
   expect_text out "2 configurations: 0 slower, 0 failed, 0 faster, 2 same"
 }
 test_compare_help_explains_the_rule() {
