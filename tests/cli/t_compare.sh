@@ -212,3 +212,24 @@ test_compare_help_explains_the_rule() {
   expect_text out "same-run roofline"
   expect_text out "exit status: 0 no regression, 1"
 }
+test_pool_baseline_joins_the_runs_repetitions() {
+  rows "$WORK/a.csv" "n=1 times=1;1.1;1.2 roof=10" "n=2 times=$steady roof=10"
+  rows "$WORK/b.csv" "n=1 times=2;2.1;2.2 roof=5" "n=2 times=$steady roof=10"
+  expect_exit 0 "$PYTHON" scripts/pool_baseline.py "$WORK/a.csv" "$WORK/b.csv" --out "$WORK/p.csv"
+  expect_text err "2 configurations from 2 runs"
+  "$PYTHON" - "$WORK/p.csv" <<'PY'
+import csv, sys
+r = list(csv.DictReader(open(sys.argv[1])))[0]
+assert r["rep_times_s"] == "0.001;0.002;0.0011;0.0021;0.0012;0.0022", r["rep_times_s"]
+assert r["reps"] == "6" and r["median_s"] == "0.0016" and r["min_s"] == "0.001", r
+# roofline_frac against the median attainable rate of the runs (10 and 5 GFLOP/s: 7.5)
+assert abs(float(r["gflops"]) / float(r["roofline_frac"]) - 7.5) < 1e-6, r
+PY
+  expect_exit 0 "$LONGMIX" compare "$WORK/p.csv" "$WORK/a.csv"
+  rows "$WORK/c.csv" "n=1 times=1;1.1;1.2"
+  expect_exit 1 "$PYTHON" scripts/pool_baseline.py "$WORK/a.csv" "$WORK/c.csv" --out "$WORK/q.csv"
+  expect_text err "does not measure the configurations of"
+  rows "$WORK/d.csv" "n=1 times=1;1.1;1.2 status=wrong" "n=2 times=$steady"
+  expect_exit 1 "$PYTHON" scripts/pool_baseline.py "$WORK/a.csv" "$WORK/d.csv" --out "$WORK/q.csv"
+  expect_text err "pool honest runs only"
+}
