@@ -575,7 +575,10 @@ static int run_sweep(sweep_options *o)
             fclose(probe);
             if (lm_csv_read(&csv, o->out_path, &err) != LM_OK ||
                 lm_csv_check_results_header(&csv, o->out_path, &err) != LM_OK ||
-                csv.columns != LM_RESULTS_COLUMNS) {
+                (csv.columns != LM_RESULTS_COLUMNS &&
+                 lm_fail(&err, LM_ERR_SCHEMA, "%s has %zu columns where this longmix writes %d "
+                         "(written by another version?): resume into a new file",
+                         o->out_path, csv.columns, LM_RESULTS_COLUMNS) != LM_OK)) {
                 free(plan.configs), free(plan.cases);
                 return fail_usage(err.message);
             }

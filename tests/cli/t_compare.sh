@@ -233,3 +233,10 @@ PY
   expect_exit 1 "$PYTHON" scripts/pool_baseline.py "$WORK/a.csv" "$WORK/d.csv" --out "$WORK/q.csv"
   expect_text err "pool honest runs only"
 }
+test_sweep_resume_names_a_file_of_the_older_layout() {
+  template
+  cut -d, -f1-35 "$WORK/t.csv" > "$WORK/old.csv"  # before rep_times_s and rep_cpu_s
+  expect_exit 2 "$LONGMIX" sweep --kernel gemv_rowdot --ctx 16 --d-inner 16 --reps 2 \
+    --isa scalar --no-roofline --out "$WORK/old.csv" --resume
+  expect_text err "old.csv has 35 columns where this longmix writes 37 (written by another version?)"
+}
