@@ -1,6 +1,7 @@
 # longmix — one Makefile. `make help` lists the targets.
 #
-#   make                build build/longmix and build/liblongmix.a
+#   make                build build/longmix and build/liblongmix.{a,so}
+#   make install        PREFIX=/usr/local DESTDIR= (README "Using longmix as a library")
 #   make SANITIZER=address,undefined BUILD=build/asan test-unit
 #   make CC=clang       the same with clang
 #   make ARCH=aarch64   cross-build the NEON path (BUILD defaults to build/aarch64)
