@@ -201,8 +201,8 @@ static void describe(const lm_compare_row *r, const compare_cli *o, char *out, s
     if (r->machine > 0.0)
         snprintf(machine, sizeof machine, ", machine %.3fx", r->machine);
     else
-        snprintf(machine, sizeof machine, "%s", o->rule.use_roofline ? ", machine n/a (no roofline)"
-                                                                     : ", machine not used (--raw)");
+        snprintf(machine, sizeof machine, "%s",
+                 o->rule.use_roofline ? ", machine n/a (no roofline)" : ", machine not used (--raw)");
     int n = snprintf(out, size, "%.3fx (%s -> %s)%s, allowed %.3fx", r->ratio, tb, tn, machine,
                      r->allowed);
     size_t used = n > 0 && (size_t)n < size ? (size_t)n : size - 1;

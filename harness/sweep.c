@@ -579,7 +579,7 @@ static int run_sweep(sweep_options *o)
                  lm_fail(&err, LM_ERR_SCHEMA, "%s has %zu columns where this longmix writes %d "
                          "(written by another version?): resume into a new file",
                          o->out_path, csv.columns, LM_RESULTS_COLUMNS) != LM_OK)) {
-                free(plan.configs), free(plan.cases);
+                free(plan.configs), free(plan.cases), lm_csv_free(&csv);
                 return fail_usage(err.message);
             }
         } else if (lm_csv_init_results(&csv, &err) != LM_OK) {
