@@ -122,7 +122,7 @@ Test(compare, u_test_normal_approximation_is_close_to_exact_beyond_64)
 
 Test(compare, u_test_rejects_empty_and_nonfinite)
 {
-    const double x[2] = {1.0, NAN};
+    const double x[2] = {1.0, (double)NAN};
     lm_utest t;
     lm_error err;
     cr_assert_eq(lm_utest_run(x, 0, x, 1, &t, &err), LM_ERR_ARG);
