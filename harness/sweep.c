@@ -473,6 +473,9 @@ static void fill_row(const lm_bench_case *c, const lm_bench_config *k, const lm_
     key_fields(c, k, row);
     row->reps = r->reps;
     row->time = r->time;
+    row->rep_times = r->rep_times;
+    row->rep_cpu_times = r->rep_cpu_times;
+    row->rep_count = (size_t)r->rep_times_count;
     row->flops = r->flops;
     row->bytes = r->bytes;
     row->err_max = r->err_max;
