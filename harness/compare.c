@@ -2,6 +2,7 @@
  * files by configuration, prints each ratio and exits 1 when a configuration got slower
  * beyond the allowance and the noise (compare.h states the rule). */
 #include "cli.h"
+#include "results.h"
 #include "compare.h"
 #include "verify_report.h"
 
@@ -365,11 +366,11 @@ static int run_compare(const compare_cli *o)
 {
     lm_csv base, new_;
     lm_error err;
-    if (lm_csv_read(&base, o->base, &err) != LM_OK) {
+    if (lm_results_read(&base, o->base, &err) != LM_OK) {
         fprintf(stderr, "longmix compare: %s\n", err.message);
         return LM_EXIT_USAGE;
     }
-    if (lm_csv_read(&new_, o->new_, &err) != LM_OK) {
+    if (lm_results_read(&new_, o->new_, &err) != LM_OK) {
         lm_csv_free(&base);
         fprintf(stderr, "longmix compare: %s\n", err.message);
         return LM_EXIT_USAGE;
