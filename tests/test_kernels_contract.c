@@ -212,3 +212,86 @@ Test(kcontract, registry_finds_kernels_only_by_exact_name)
     cr_assert_null(lm_registry_find("gemv", NULL));
     cr_assert_null(lm_registry_find("gemv_rowdot ", NULL));
 }
+
+/* ---- the case's memory budget (lm_kcase_reserve, lm_kcase_alloc) --------------------- */
+
+static json_t *case_json(const char *text)
+{
+    json_error_t error;
+    json_t *json = json_loads(text, 0, &error);
+    cr_assert_not_null(json, "%s", error.text);
+    return json;
+}
+
+Test(kcase_budget, nothing_is_handed_out_before_a_reservation_nor_past_it)
+{
+    json_t *json = case_json("{\"id\": \"b\", \"kernel\": \"gemv_rowdot\", \"dtype\": \"f64\", "
+                             "\"seed\": 1, \"shape\": {\"n\": 4, \"d\": 2}}");
+    lm_kcase kcase;
+    lm_error err;
+    cr_assert_eq(lm_kcase_open(&kcase, json, 0, &err), LM_OK, "%s", err.message);
+    cr_assert_eq(kcase.limit, LM_CASE_MAX_BYTES);
+    cr_assert_null(lm_kcase_alloc(&kcase, 1, 8), "allocated without a reservation");
+    cr_assert_eq(kcase.overdrawn, 8);
+    lm_kcase_release(&kcase);
+    cr_assert_eq(kcase.overdrawn, 0);
+
+    lm_budget budget = lm_kcase_budget(&kcase);
+    lm_budget_add(&budget, 10, sizeof(double));
+    cr_assert_eq(lm_kcase_reserve(&kcase, &budget, &err), LM_OK, "%s", err.message);
+    cr_assert_not_null(lm_kcase_alloc(&kcase, 6, sizeof(double)));
+    cr_assert_not_null(lm_kcase_alloc(&kcase, 4, sizeof(double)));
+    cr_assert_null(lm_kcase_alloc(&kcase, 1, 1), "handed out past the 80 bytes reserved");
+    cr_assert_eq(kcase.used, 80);
+    cr_assert_eq(kcase.overdrawn, 1);
+    lm_kcase_release(&kcase);
+    json_decref(json);
+}
+
+Test(kcase_budget, a_shape_past_the_limit_is_refused_naming_shape_and_limit)
+{
+    json_t *json = case_json("{\"id\": \"big\", \"kernel\": \"gemv_rowdot\", \"dtype\": \"f64\", "
+                             "\"seed\": 1, \"shape\": {\"n\": 65536, \"d\": 4096}}");
+    lm_kcase kcase;
+    lm_error err;
+    cr_assert_eq(lm_kcase_open(&kcase, json, 0, &err), LM_OK, "%s", err.message);
+    lm_budget budget = lm_kcase_budget(&kcase);
+    lm_budget_add(&budget, LM_PRODUCT(65536, 4096), LM_KCASE_VALUE_BYTES); /* 3 GiB */
+    cr_assert_eq(lm_kcase_reserve(&kcase, &budget, &err), LM_ERR_SCHEMA);
+    cr_assert_str_eq(err.message, "case big: shape {n 65536, d 4096} needs 3 GiB (all its "
+                                  "buffers), more than the 1 GiB limit of a contract case");
+    cr_assert_eq(kcase.reserved, 0);
+    /* a product that does not fit a size_t saturates, and no budget accepts it */
+    budget = lm_kcase_budget(&kcase);
+    lm_budget_add(&budget, LM_PRODUCT((size_t)1 << 22, (size_t)1 << 21, (size_t)1 << 21), 12);
+    cr_assert_eq(lm_kcase_reserve(&kcase, &budget, &err), LM_ERR_SCHEMA);
+    cr_assert(strstr(err.message, "needs more bytes than a size_t holds") != NULL, "%s",
+              err.message);
+    lm_kcase_release(&kcase);
+    json_decref(json);
+}
+
+Test(kcase_budget, each_runner_reserves_enough_for_every_contract_case)
+{
+    /* lm_kcase_run refuses a runner that allocates past its reservation; every case of
+     * the contract, on the reference and on every path of this machine, stays within */
+    json_t *root = load_contract();
+    json_t *cases = json_object_get(root, "cases");
+    for (size_t i = 0; i < json_array_size(cases); i++) {
+        lm_kcase kcase;
+        lm_kout out;
+        lm_error err;
+        cr_assert_eq(lm_kcase_open(&kcase, json_array_get(cases, i), i, &err), LM_OK);
+        for (int isa = -1; isa < LM_ISA_COUNT; isa++) {
+            if (isa >= 0 && (strcmp(kcase.dtype, "f64") == 0 || !lm_isa_available((lm_isa)isa) ||
+                             lm_ops_for((lm_isa)isa) == NULL))
+                continue;
+            lm_kcase_run(&kcase, isa < 0 ? NULL : lm_ops_for((lm_isa)isa), &out, &err);
+            cr_assert_eq(kcase.overdrawn, 0, "case %s: the runner allocated past its "
+                         "reservation (%zu of %zu bytes used)", kcase.id, kcase.used,
+                         kcase.reserved);
+            lm_kcase_release(&kcase);
+        }
+    }
+    json_decref(root);
+}
