@@ -62,7 +62,7 @@ static int merge_files(const merge_options *o, lm_error *err)
     int rc = LM_EXIT_OK;
     size_t read = 0;
     for (; read < o->count; read++)
-        if (lm_csv_read(&inputs[read], o->names[read], err) != LM_OK) {
+        if (lm_results_read(&inputs[read], o->names[read], err) != LM_OK) {
             rc = LM_EXIT_USAGE;
             break;
         }

@@ -1,5 +1,6 @@
 /* Results files read back: merge and resume (see results.h). */
 #include "results.h"
+#include "registry.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -208,4 +209,24 @@ lm_status lm_results_put(lm_csv *csv, const lm_key_set *failed, const lm_machine
     }
     free(key);
     return LM_OK;
+}
+
+lm_status lm_results_read(lm_csv *csv, const char *path, lm_error *err)
+{
+    lm_status s = lm_csv_read(csv, path, err);
+    const int column = s == LM_OK ? lm_csv_column(csv, "kernel") : -1;
+    for (size_t r = 0; column >= 0 && r < csv->rows; r++) {
+        char **cell = &csv->cells[r][column];
+        const lm_registry_entry *entry = lm_registry_find(*cell, NULL);
+        if (entry == NULL || strcmp(entry->name, *cell) == 0)
+            continue;
+        char *word = strdup(entry->name);
+        if (word == NULL) {
+            lm_csv_free(csv);
+            return lm_fail(err, LM_ERR_NOMEM, "out of memory reading %s", path);
+        }
+        free(*cell);
+        *cell = word;
+    }
+    return s;
 }

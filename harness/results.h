@@ -7,6 +7,12 @@
 
 #include "csv.h"
 
+/* lm_csv_read, then every kernel cell that names a kernel by an old word (attn_decode_q,
+ * affine_scan: results files written before the kernel list) rewritten to its word
+ * (harness/registry.h), so rows of old and new files join. Every reader of results files
+ * (resume, merge, compare, compare-machines) reads through it. */
+lm_status lm_results_read(lm_csv *csv, const char *path, lm_error *err);
+
 /* Joins results tables (shards of one sweep) into out, in input order, dropping a row whose
  * key (with its cpu_model and git_rev) already appeared. Every input must carry the results
  * header, the same columns as the first, and valid cells (lm_results_validate); unless
