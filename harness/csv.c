@@ -200,7 +200,7 @@ static int parse_record(const char *text, size_t length, size_t *pos, field_list
         return 0;
     for (;;) {
         size_t len = 0;
-        if (text[p] == '"') {
+        if (p < length && text[p] == '"') { /* p == length: an empty last field after ',' */
             p++;
             for (;;) {
                 if (p >= length)

@@ -44,6 +44,16 @@ static lm_status poison(lm_kcase *kcase, const char *array, double *x, lm_error 
     return status;
 }
 
+/* While the case is probed (lm_kcase_probe), the attention kernels' own rule for heads,
+ * kv_heads and head_dim (positive, heads a multiple of kv_heads: lm_attn_prefill_check),
+ * so a contract with a shape the kernel refuses is refused when it is loaded. */
+static lm_status probe_heads(const lm_kcase *kcase, size_t heads, size_t kv_heads, size_t d,
+                             lm_error *err)
+{
+    const lm_attn_mask causal = {.kind = LM_ATTN_MASK_CAUSAL};
+    return kcase->probing ? lm_attn_prefill_check(1, heads, kv_heads, d, &causal, err) : LM_OK;
+}
+
 /* Reserves the case's memory for draw_qkv's q {nq}, k and v {nk} and output {nq} with
  * their float32 copies, the float64 reference's two rows of `keys` scores, and whatever
  * `more` adds (NULL: nothing). */
@@ -94,6 +104,9 @@ lm_status lm_kcase_attn_prefill(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops,
         (status = lm_kcase_size(kcase, "head_dim", &d, err)) != LM_OK ||
         (status = read_mask(kcase, &mask, err)) != LM_OK)
         return status;
+    if (kcase->probing && (status = lm_attn_prefill_check(n, heads, kv_heads, d, &mask, err)) !=
+                              LM_OK)
+        return status;
     if (n > ((size_t)1 << 24) / (heads * d))
         return lm_fail(err, LM_ERR_SCHEMA, "case %s: n * heads * head_dim must be at most 2^24",
                        kcase->id);
@@ -140,6 +153,8 @@ lm_status lm_kcase_attn_decode(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, 
         (status = lm_kcase_size(kcase, "head_dim", &d, err)) != LM_OK ||
         (status = lm_kcase_size(kcase, "capacity", &capacity, err)) != LM_OK ||
         (status = lm_kcase_opt_int(kcase, "length", (long long)capacity, &length, err)) != LM_OK)
+        return status;
+    if ((status = probe_heads(kcase, heads, kv_heads, d, err)) != LM_OK)
         return status;
     if (length < 0)
         return lm_fail(err, LM_ERR_SCHEMA, "case %s: options.length must be >= 0", kcase->id);
@@ -208,6 +223,8 @@ lm_status lm_kcase_window_decode(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops
         (status = lm_kcase_size(kcase, "head_dim", &d, err)) != LM_OK ||
         (status = lm_kcase_opt_int(kcase, "window", 1, &window, err)) != LM_OK)
         return status;
+    if ((status = probe_heads(kcase, heads, kv_heads, d, err)) != LM_OK)
+        return status;
     if (window < 0 || n > ((size_t)1 << 22) / (heads * d))
         return lm_fail(err, LM_ERR_SCHEMA, "case %s: window >= 0 and n * heads * head_dim <= "
                        "2^22", kcase->id);
@@ -270,6 +287,8 @@ lm_status lm_kcase_kvq_decode(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, l
         (status = lm_kcase_size(kcase, "head_dim", &d, err)) != LM_OK ||
         (status = lm_kcase_opt_string(kcase, "format", "int8", &format_name, err)) != LM_OK ||
         (status = lm_kcase_opt_int(kcase, "recent", 0, &recent, err)) != LM_OK)
+        return status;
+    if ((status = probe_heads(kcase, heads, kv_heads, d, err)) != LM_OK)
         return status;
     lm_kvq_format format;
     if (lm_kvq_format_parse(format_name, &format, NULL) != LM_OK || recent < 0)
@@ -353,6 +372,8 @@ lm_status lm_kcase_latent_mla(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, l
     if (!absorbed && strcmp(path, "expanded") != 0)
         return lm_fail(err, LM_ERR_SCHEMA, "case %s: options.path must be absorbed or expanded",
                        kcase->id);
+    if (kcase->probing && (status = lm_mla_check(&sh, err)) != LM_OK)
+        return status;
     if (n > 4096)
         return lm_fail(err, LM_ERR_SCHEMA, "case %s: shape.n must be at most 4096", kcase->id);
     const size_t n_q = causal ? n : 1, dq = sh.nope + sh.rope, dk = sh.latent + sh.rope;

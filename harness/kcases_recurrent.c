@@ -383,7 +383,9 @@ static lm_status run_ssd(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kou
         return status;
     if (chunk < -1)
         return lm_fail(err, LM_ERR_SCHEMA, "case %s: options.chunk must be >= 0", kcase->id);
-    if (G > H) /* bounds groups before anything is allocated; the kernel's own rule */
+    /* the kernel's own rule; G > H always, so that groups are bounded before anything is
+     * allocated, and every case of a contract being loaded (lm_kcase_probe) */
+    if (G > H || (kcase->probing && H % G != 0))
         return lm_fail(err, LM_ERR_SHAPE, "heads (%zu) must be a multiple of groups (%zu)", H,
                        G);
     const size_t C = chunk < 1 ? 1 : (size_t)chunk < L ? (size_t)chunk : L; /* the kernel's */

@@ -202,6 +202,10 @@ lm_status lm_kcase_reserve(lm_kcase *kcase, const lm_budget *budget, lm_error *e
     lm_status status = lm_budget_check(&limited, what, &inner);
     if (status != LM_OK)
         return lm_fail(err, status, "%s of a contract case", inner.message);
+    if (kcase->probing) {
+        kcase->probed = true;
+        return lm_fail(err, LM_ERR_NOMEM, "case %s: probed (nothing allocated)", kcase->id);
+    }
     kcase->reserved = budget->bytes;
     return LM_OK;
 }
@@ -333,6 +337,26 @@ void lm_kcase_release(lm_kcase *kcase)
     kcase->scratch = NULL;
     kcase->scratch_count = kcase->scratch_capacity = 0;
     kcase->reserved = kcase->used = kcase->overdrawn = 0;
+}
+
+lm_status lm_kcase_probe(lm_kcase *kcase, lm_error *err)
+{
+    const lm_registry_entry *entry =
+        lm_registry_find(kcase->kernel, json_object_get(kcase->json, "options"));
+    if (entry == NULL || entry->contract == NULL)
+        return lm_fail(err, LM_ERR_SCHEMA,
+                       "case %s: unknown kernel '%s' (no runner registered in "
+                       "harness/registry.h)", kcase->id, kcase->kernel);
+    lm_rng rng;
+    lm_rng_seed(&rng, (uint64_t)kcase->seed);
+    lm_kout out = {NULL, 0};
+    kcase->probing = true;
+    kcase->probed = false;
+    lm_status status = entry->contract(kcase, &rng, NULL, &out, err);
+    const bool reached = kcase->probed;
+    kcase->probing = kcase->probed = false;
+    lm_kcase_release(kcase);
+    return reached && status == LM_ERR_NOMEM ? LM_OK : status;
 }
 
 lm_status lm_kcase_run(lm_kcase *kcase, const lm_ops *ops, lm_kout *out, lm_error *err)

@@ -31,6 +31,8 @@ typedef struct lm_kcase {
     size_t reserved;      /* bytes reserved by lm_kcase_reserve (0: none yet) */
     size_t used;          /* bytes handed out by lm_kcase_alloc so far */
     size_t overdrawn;     /* bytes of the first allocation refused past `reserved`, or 0 */
+    bool probing;         /* lm_kcase_probe: the runner stops at its reservation */
+    bool probed;          /* lm_kcase_probe: the runner reached its reservation, within budget */
 } lm_kcase;
 
 /* A runner's output: `count` float64 values in C order of the kernel's output array (the
@@ -97,7 +99,9 @@ lm_budget lm_kcase_budget(const lm_kcase *kcase);
 void lm_kcase_budget_per_thread(lm_budget *budget, size_t count, size_t size);
 /* Reserves the bytes of `budget` for the case's allocations when they fit its limit;
  * otherwise LM_ERR_SCHEMA "case <id>: shape {batch 8, ...} needs 12 GiB (all its buffers),
- * more than the 1 GiB limit of a contract case" and nothing is reserved. */
+ * more than the 1 GiB limit of a contract case" and nothing is reserved. While the case is
+ * probed (lm_kcase_probe), a budget that fits returns LM_ERR_NOMEM (kcase->probed set), so
+ * the runner returns before it allocates anything. */
 lm_status lm_kcase_reserve(lm_kcase *kcase, const lm_budget *budget, lm_error *err);
 
 /* A zero-filled 64-byte aligned block of count * size bytes owned by the case, or NULL
@@ -133,5 +137,12 @@ void lm_kcase_release(lm_kcase *kcase);
  * `ops` (NULL for dtype "f64"). LM_ERR_SCHEMA "case <id>: unknown kernel <k>" when no
  * runner is registered under the case's kernel name. */
 lm_status lm_kcase_run(lm_kcase *kcase, const lm_ops *ops, lm_kout *out, lm_error *err);
+/* Checks a case when its contract is loaded, before any case runs, without allocating or
+ * running anything: the runner reads and checks every field, option and dtype, checks the
+ * shape by the kernel's own rules where the kernel has a check of its own (LM_ERR_SHAPE:
+ * heads not a multiple of kv_heads, ...), and adds up its memory (LM_ERR_SCHEMA past the
+ * budget); then it stops at its reservation. LM_OK when it got there; otherwise the
+ * runner's status and message. */
+lm_status lm_kcase_probe(lm_kcase *kcase, lm_error *err);
 
 #endif
