@@ -1,4 +1,4 @@
-# `longmix verify` on kernel-contract cases whose shape asks for more memory than a case may
+# `longmix verify` on kernel-contract cases (and an M8 zoh section) whose shape asks for more memory than a case may
 # have (LM_CASE_MAX_BYTES, 1 GiB): every runner adds up all its buffers from the shape with
 # checked products before allocating, so each of these small files ends in exit 2 naming
 # the shape and the limit, at a few MiB of memory, without a crash. The fixtures in
@@ -60,6 +60,11 @@ test_mamba1_initial_state_counts_in_the_budget() {
 test_ssd_groups_are_bounded_before_allocating() {
   # 2^27 groups: b and c {B, L, G, N} took 2.1 GB before the kernel refused the shape
   expect_bounded $budget_fixtures/k_ssd_groups_2GB.json "case k_ssd_groups_2GB: shape.heads, shape.groups: the kernel refuses this shape (heads (1) must be a multiple of groups (134217728))"
+}
+test_m8_zoh_system_within_its_field_caps_is_bounded_by_the_budget() {
+  # 16384 steps of 4096 states (each field within its cap): 8 scan buffers and the report of
+  # every element checked together, refused from the shape before anything is allocated
+  expect_bounded $budget_fixtures/m8_zoh_4GB.json "zoh: checking 16384 steps of 4096 states, 1 inputs and 1 outputs needs 99.5 GiB (all its buffers), more than the 1 GiB limit"
 }
 test_ssd_groups_within_heads_count_in_the_budget() {
   budget_case "$WORK/g.json" ssm_ssd 's.update(batch=1, length=1 << 20, heads=1 << 10, head_dim=1, groups=1 << 10, state=1); c["id"] = "g"'
