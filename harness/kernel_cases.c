@@ -339,14 +339,24 @@ void lm_kcase_release(lm_kcase *kcase)
     kcase->reserved = kcase->used = kcase->overdrawn = 0;
 }
 
-lm_status lm_kcase_probe(lm_kcase *kcase, lm_error *err)
+/* The registry entry that runs the case; NULL with LM_ERR_SCHEMA "case <id>: unknown kernel
+ * <k>" when none is registered under its kernel name. */
+static const lm_registry_entry *runner_of(const lm_kcase *kcase, lm_error *err)
 {
     const lm_registry_entry *entry =
         lm_registry_find(kcase->kernel, json_object_get(kcase->json, "options"));
-    if (entry == NULL || entry->contract == NULL)
-        return lm_fail(err, LM_ERR_SCHEMA,
-                       "case %s: unknown kernel '%s' (no runner registered in "
-                       "harness/registry.h)", kcase->id, kcase->kernel);
+    if (entry != NULL && entry->contract != NULL)
+        return entry;
+    lm_fail(err, LM_ERR_SCHEMA, "case %s: unknown kernel '%s' (no runner registered in "
+            "harness/registry.h)", kcase->id, kcase->kernel);
+    return NULL;
+}
+
+lm_status lm_kcase_probe(lm_kcase *kcase, lm_error *err)
+{
+    const lm_registry_entry *entry = runner_of(kcase, err);
+    if (entry == NULL)
+        return LM_ERR_SCHEMA;
     lm_rng rng;
     lm_rng_seed(&rng, (uint64_t)kcase->seed);
     lm_kout out = {NULL, 0};
@@ -361,12 +371,9 @@ lm_status lm_kcase_probe(lm_kcase *kcase, lm_error *err)
 
 lm_status lm_kcase_run(lm_kcase *kcase, const lm_ops *ops, lm_kout *out, lm_error *err)
 {
-    const lm_registry_entry *entry =
-        lm_registry_find(kcase->kernel, json_object_get(kcase->json, "options"));
-    if (entry == NULL || entry->contract == NULL)
-        return lm_fail(err, LM_ERR_SCHEMA,
-                       "case %s: unknown kernel '%s' (no runner registered in "
-                       "harness/registry.h)", kcase->id, kcase->kernel);
+    const lm_registry_entry *entry = runner_of(kcase, err);
+    if (entry == NULL)
+        return LM_ERR_SCHEMA;
     bool reference = strcmp(kcase->dtype, "f64") == 0;
     if (!reference && ops == NULL)
         return lm_fail(err, LM_ERR_ARG, "case %s: dtype %s needs an ISA path", kcase->id,

@@ -1,9 +1,9 @@
-# `longmix verify` on kernel-contract cases (and an M8 zoh section) whose shape asks for more
-# memory than a case may have (LM_CASE_MAX_BYTES, 1 GiB): every runner adds up all its
-# buffers from the shape with checked products before allocating, so each of these small files ends in exit 2 naming
-# the shape and the limit, at a few MiB of memory, without a crash. The fixtures in
-# tests/fixtures/case_budget are files that crashed (a product that wrapped to 0) or took
-# gigabytes (a factor the old caps missed).
+# `longmix verify` on kernel-contract cases (and an M8 zoh section) whose shape asks for
+# more memory than a case may have (LM_CASE_MAX_BYTES, 1 GiB): every runner adds up all its
+# buffers from the shape with checked products before allocating, so each of these small
+# files ends in exit 2 naming the shape and the limit, at a few MiB of memory, without a
+# crash. The fixtures in tests/fixtures/case_budget are files that crashed (a product that
+# wrapped to 0) or took gigabytes (a factor the old caps missed).
 pin_of() { sha256sum "$1" | cut -d' ' -f1; }
 budget_fixtures=tests/fixtures/case_budget
 limit_text="more than the 1 GiB limit of a contract case"
