@@ -36,7 +36,7 @@ for target in "${targets[@]}"; do
   # Leaks are checked (detect_leaks=1); libFuzzer's own exit code for a finding is 77.
   ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
   OMP_NUM_THREADS=2 \
-    "$binary" -max_total_time="$seconds" -max_len=$max_len -timeout=60 -rss_limit_mb=3072 \
+    "$binary" -max_total_time="$seconds" -max_len=$max_len -timeout=300 -rss_limit_mb=3072 \
       -dict="$work/seeds/$target.dict" -artifact_prefix="$findings/" -print_final_stats=1 \
       "$corpus" "$work/seeds/$target" "${extra[@]}" > "$log" 2>&1
   code=$?
