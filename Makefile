@@ -132,7 +132,7 @@ ifneq ($(strip $(DEPS_SETS)),)
 endif
 
 .PHONY: all run test check test-unit test-cli test-sanitize test-clang test-neon test-slurm \
-        test-fresh test-rebuild test-tsan verify neon bench sweep targets report test-report \
+        test-fresh test-rebuild test-tsan fuzz fuzz-targets verify neon bench sweep targets report test-report \
         install uninstall test-install clean help FORCE
 .DEFAULT_GOAL := all
 
@@ -203,12 +203,14 @@ run: $(BIN) ## Install, build, verify every contract, measure (~5 min on 2 cores
 	echo "make run: report in results/report.md (figures results/fig_*.png, data results/*.csv)"; \
 	[ $$fail = 0 ]
 
-test: ## Every test: unit + CLI, then ASan+UBSan, clang, TSan, and the NEON path under qemu
+TEST_FUZZ_SECONDS ?= 30
+test: ## Every test: unit + CLI, then ASan+UBSan, clang, TSan, the NEON path under qemu, 30 s of each fuzz target
 	$(MAKE) --no-print-directory check
 	$(MAKE) --no-print-directory test-sanitize
 	$(MAKE) --no-print-directory test-clang
 	$(MAKE) --no-print-directory test-tsan
 	$(MAKE) --no-print-directory test-neon
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(TEST_FUZZ_SECONDS)
 	@echo "make test: all suites passed"
 
 check: test-unit test-cli $(if $(SANITIZER),,test-install) ## Fast: unit, CLI and install tests with the default build
@@ -250,6 +252,30 @@ test-report: ## The report's LaTeX tables and PDF figures in a two-column paper 
 # qemu-aarch64 can hang (see RUNNER); a bounded run fails loudly instead of stalling CI.
 neon: $(BIN)
 	timeout 1200 $(RUNNER) $(BIN) verify
+
+# libFuzzer targets (tests/fuzz/fuzz_<target>.c): the harness (readers, loaders, checkers,
+# contract-case runners) built with clang, ASan + UBSan and libFuzzer's coverage in
+# build/fuzz, linked with the kernels of the default build (gcc -O2, not instrumented: the
+# targets fuzz what reads files; memory errors inside kernels are test-sanitize's, which
+# runs every contract case under ASan + UBSan; clang's libomp serves gcc's OpenMP calls).
+# The case budget is lowered to 256 MiB there (from 1 GiB) so that a case the budget
+# accepts stays under the fuzzer's -rss_limit_mb. scripts/fuzz.sh seeds and runs them.
+FUZZ_SECONDS    ?= 30
+FUZZ_TARGETS    := contract results_csv
+FUZZ_CASE_BYTES := 268435456
+FUZZ_KERNELS    ?= $(LIB)
+FUZZ_BIN         = $(FUZZ_TARGETS:%=$(BUILD)/tests/fuzz/fuzz_%)
+$(BUILD)/tests/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(HARNESS_LIB) $(FUZZ_KERNELS) $(BUILD)/flags.stamp
+	@mkdir -p $(@D)
+	@echo "  FUZZ    $@"
+	@$(CC) $(CFLAGS_ALL) -fsanitize=fuzzer $(LDFLAGS) $< $(HARNESS_LIB) $(FUZZ_KERNELS) -o $@ $(LDLIBS)
+fuzz-targets: $(FUZZ_BIN)
+
+fuzz: $(LIB) ## Each libFuzzer target of tests/fuzz/ for FUZZ_SECONDS (30) s (clang, ASan+UBSan)
+	$(MAKE) --no-print-directory CC=clang SANITIZER=address,undefined BUILD=build/fuzz OPT=-O1 \
+	  EXTRA_CFLAGS='-fsanitize=fuzzer-no-link -DLM_CASE_MAX_BYTES=$(FUZZ_CASE_BYTES)' \
+	  FUZZ_KERNELS=$(LIB) fuzz-targets
+	PYTHON=$(PYTHON) scripts/fuzz.sh build/fuzz $(FUZZ_SECONDS)
 
 test-rebuild: ## Contract builders' bytes under every installed BLAS and NumPy/glibc CPU dispatch
 	PYTHON=$(PYTHON) scripts/check-rebuild.sh

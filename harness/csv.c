@@ -200,7 +200,7 @@ static int parse_record(const char *text, size_t length, size_t *pos, field_list
         return 0;
     for (;;) {
         size_t len = 0;
-        if (text[p] == '"') {
+        if (p < length && text[p] == '"') { /* p == length: an empty last field after ',' */
             p++;
             for (;;) {
                 if (p >= length)
@@ -245,13 +245,21 @@ lm_status lm_csv_read(lm_csv *csv, const char *path, lm_error *err)
     lm_status status = lm_read_file(path, LM_CSV_MAX_BYTES, false, &text, &length, err);
     if (status != LM_OK)
         return status;
+    status = lm_csv_parse(csv, text, length, path, err);
+    free(text);
+    return status;
+}
+
+lm_status lm_csv_parse(lm_csv *csv, const char *text, size_t length, const char *path,
+                       lm_error *err)
+{
+    memset(csv, 0, sizeof *csv);
+    lm_status status = LM_OK;
     char *scratch = malloc(length + 1);
     field_list fields = {0};
     size_t pos = 0, line = 1;
-    if (scratch == NULL) {
-        free(text);
+    if (scratch == NULL)
         return lm_fail(err, LM_ERR_NOMEM, "out of memory reading %s", path);
-    }
     int got = parse_record(text, length, &pos, &fields, scratch);
     if (got <= 0) {
         status = got == 0 ? lm_fail(err, LM_ERR_PARSE, "%s: empty file (no header line)", path)
@@ -287,7 +295,6 @@ done:
     clear_fields(&fields);
     free(fields.items);
     free(scratch);
-    free(text);
     if (status != LM_OK)
         lm_csv_free(csv);
     return status;

@@ -68,6 +68,10 @@ lm_status lm_csv_write_atomic(const lm_csv *csv, const char *path, lm_error *err
  * LM_ERR_IO when unreadable or not a regular file, LM_ERR_PARSE with line number for a row
  * of the wrong width or an unterminated quote. */
 lm_status lm_csv_read(lm_csv *csv, const char *path, lm_error *err);
+/* Parses text[0..length) (a CSV file's bytes; need not end in NUL) as lm_csv_read does;
+ * `path` names the file in messages. */
+lm_status lm_csv_parse(lm_csv *csv, const char *text, size_t length, const char *path,
+                       lm_error *err);
 
 /* LM_OK when the header starts with exactly the DESIGN.md columns, in order. */
 lm_status lm_csv_check_results_header(const lm_csv *csv, const char *path, lm_error *err);

@@ -44,6 +44,31 @@ static lm_status poison(lm_kcase *kcase, const char *array, double *x, lm_error 
     return status;
 }
 
+/* While the case is probed (lm_kcase_probe), the attention kernels' own rule for heads,
+ * kv_heads and head_dim (positive, heads a multiple of kv_heads: lm_attn_prefill_check),
+ * so a contract with a shape the kernel refuses is refused when it is loaded. */
+static lm_status probe_heads(const lm_kcase *kcase, size_t heads, size_t kv_heads, size_t d,
+                             lm_error *err)
+{
+    const lm_attn_mask causal = {.kind = LM_ATTN_MASK_CAUSAL};
+    return kcase->probing ? lm_attn_prefill_check(1, heads, kv_heads, d, &causal, err) : LM_OK;
+}
+
+/* Reserves the case's memory for draw_qkv's q {nq}, k and v {nk} and output {nq} with
+ * their float32 copies, the float64 reference's two rows of `keys` scores, and whatever
+ * `more` adds (NULL: nothing). */
+static lm_status reserve_qkv(lm_kcase *kcase, size_t nq, size_t nk, size_t keys,
+                             const lm_budget *more, lm_error *err)
+{
+    lm_budget budget = lm_kcase_budget(kcase);
+    lm_budget_add(&budget, nq, 2 * LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, nk, 2 * LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, keys, sizeof(double) + sizeof(double *));
+    if (more != NULL)
+        budget.bytes = lm_size_add(budget.bytes, more->bytes);
+    return lm_kcase_reserve(kcase, &budget, err);
+}
+
 /* Draws q {nq}, then k and v {nk} each (case-owned, in that order) and allocates the nq
  * outputs; LM_ERR_NOMEM "no memory for inputs" when any allocation fails. */
 static lm_status draw_qkv(lm_kcase *kcase, lm_rng *rng, size_t nq, size_t nk, double **q,
@@ -79,9 +104,15 @@ lm_status lm_kcase_attn_prefill(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops,
         (status = lm_kcase_size(kcase, "head_dim", &d, err)) != LM_OK ||
         (status = read_mask(kcase, &mask, err)) != LM_OK)
         return status;
+    if (kcase->probing && (status = lm_attn_prefill_check(n, heads, kv_heads, d, &mask, err)) !=
+                              LM_OK)
+        return status;
     if (n > ((size_t)1 << 24) / (heads * d))
         return lm_fail(err, LM_ERR_SCHEMA, "case %s: n * heads * head_dim must be at most 2^24",
                        kcase->id);
+    if ((status = reserve_qkv(kcase, LM_PRODUCT(n, heads, d), LM_PRODUCT(n, kv_heads, d), n,
+                              NULL, err)) != LM_OK)
+        return status;
     const size_t nq = n * heads * d, nk = n * kv_heads * d;
     double *q, *k, *v; /* {n, heads, d}, {n, kv_heads, d} twice */
     if ((status = draw_qkv(kcase, rng, nq, nk, &q, &k, &v, out, err)) != LM_OK)
@@ -123,11 +154,23 @@ lm_status lm_kcase_attn_decode(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, 
         (status = lm_kcase_size(kcase, "capacity", &capacity, err)) != LM_OK ||
         (status = lm_kcase_opt_int(kcase, "length", (long long)capacity, &length, err)) != LM_OK)
         return status;
+    if ((status = probe_heads(kcase, heads, kv_heads, d, err)) != LM_OK)
+        return status;
     if (length < 0)
         return lm_fail(err, LM_ERR_SCHEMA, "case %s: options.length must be >= 0", kcase->id);
     if (batch * kv_heads > ((size_t)1 << 24) / (capacity * d) || batch > 4096)
         return lm_fail(err, LM_ERR_SCHEMA, "case %s: batch * kv_heads * capacity * head_dim "
                        "must be at most 2^24", kcase->id);
+    /* lengths, the cache in the case's dtype (at most 4 bytes a value) and the decode's
+     * partial states: one {heads, d + 2} per 512 tokens of each sequence */
+    lm_budget more = lm_kcase_budget(kcase);
+    lm_budget_add(&more, batch, sizeof(size_t));
+    lm_budget_add(&more, LM_PRODUCT(batch, kv_heads, capacity, d), 2 * sizeof(float));
+    lm_budget_add(&more, LM_PRODUCT(batch, heads, capacity / 512 + 2, d + 2), sizeof(float));
+    if ((status = reserve_qkv(kcase, LM_PRODUCT(batch, heads, d),
+                              LM_PRODUCT(batch, kv_heads, capacity, d), capacity, &more, err)) !=
+        LM_OK)
+        return status;
     size_t *lengths = lm_kcase_alloc(kcase, batch, sizeof *lengths);
     if (lengths == NULL)
         return lm_fail(err, LM_ERR_NOMEM, "case %s: no memory for lengths", kcase->id);
@@ -180,9 +223,18 @@ lm_status lm_kcase_window_decode(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops
         (status = lm_kcase_size(kcase, "head_dim", &d, err)) != LM_OK ||
         (status = lm_kcase_opt_int(kcase, "window", 1, &window, err)) != LM_OK)
         return status;
+    if ((status = probe_heads(kcase, heads, kv_heads, d, err)) != LM_OK)
+        return status;
     if (window < 0 || n > ((size_t)1 << 22) / (heads * d))
         return lm_fail(err, LM_ERR_SCHEMA, "case %s: window >= 0 and n * heads * head_dim <= "
                        "2^22", kcase->id);
+    /* one token's output and the rolling buffer: k and v of `window` slots (<= 4 bytes) */
+    lm_budget more = lm_kcase_budget(kcase);
+    lm_budget_add(&more, LM_PRODUCT(heads, d), sizeof(float));
+    lm_budget_add(&more, LM_PRODUCT((size_t)window, kv_heads, d), 2 * sizeof(float));
+    if ((status = reserve_qkv(kcase, LM_PRODUCT(n, heads, d), LM_PRODUCT(n, kv_heads, d), n,
+                              &more, err)) != LM_OK)
+        return status;
     const size_t nq = n * heads * d, nk = n * kv_heads * d;
     double *q, *k, *v; /* {n, heads, d}, {n, kv_heads, d} twice */
     if ((status = draw_qkv(kcase, rng, nq, nk, &q, &k, &v, out, err)) != LM_OK)
@@ -236,12 +288,30 @@ lm_status lm_kcase_kvq_decode(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, l
         (status = lm_kcase_opt_string(kcase, "format", "int8", &format_name, err)) != LM_OK ||
         (status = lm_kcase_opt_int(kcase, "recent", 0, &recent, err)) != LM_OK)
         return status;
+    if ((status = probe_heads(kcase, heads, kv_heads, d, err)) != LM_OK)
+        return status;
     lm_kvq_format format;
     if (lm_kvq_format_parse(format_name, &format, NULL) != LM_OK || recent < 0)
         return lm_fail(err, LM_ERR_SCHEMA, "case %s: options.format must be int8, int4, kivi4, "
                        "kivi2, kivi4g64 or kivi2g64 and recent >= 0", kcase->id);
     if (n > ((size_t)1 << 22) / (kv_heads * d))
         return lm_fail(err, LM_ERR_SCHEMA, "case %s: n * kv_heads * head_dim <= 2^22", kcase->id);
+    const size_t kg = lm_kvq_group(format);
+    const size_t capacity = (n + kg - 1) / kg * kg;
+    /* the quantized cache: codes (at most a byte a value, in whole blocks of 64 tokens),
+     * scales and offsets, the float32 ring of recent + group tokens; the decode's partial
+     * states (one {heads, d + 2} per 512 tokens) and the float64 oracle's scores */
+    lm_budget more = lm_kcase_budget(kcase);
+    lm_budget_add(&more, LM_PRODUCT(kv_heads, capacity + 64, d + 4), 2);
+    lm_budget_add(&more, LM_PRODUCT(kv_heads, capacity + 64), 4 * sizeof(float));
+    lm_budget_add(&more, LM_PRODUCT(kv_heads, capacity / kg + 1, d), 2 * sizeof(float));
+    lm_budget_add(&more, LM_PRODUCT(kv_heads, lm_size_add((size_t)recent, kg), d),
+                  2 * sizeof(float));
+    lm_budget_add(&more, LM_PRODUCT(heads, n / 512 + 3, d + 2), sizeof(float));
+    lm_budget_add(&more, lm_size_add(n, 2 * d), sizeof(double));
+    if ((status = reserve_qkv(kcase, LM_PRODUCT(heads, d), LM_PRODUCT(n, kv_heads, d), 0, &more,
+                              err)) != LM_OK)
+        return status;
     const size_t nk = n * kv_heads * d, nq = heads * d;
     double *k = lm_kcase_normal(kcase, rng, nk), *v = lm_kcase_normal(kcase, rng, nk);
     double *q = lm_kcase_normal(kcase, rng, nq);
@@ -254,8 +324,6 @@ lm_status lm_kcase_kvq_decode(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, l
     if (qf == NULL || kf == NULL || vf == NULL || of == NULL)
         return lm_fail(err, LM_ERR_NOMEM, "case %s: no memory for float32 copies", kcase->id);
     lm_kvq_cache cache;
-    const size_t kg = lm_kvq_group(format);
-    const size_t capacity = (n + kg - 1) / kg * kg;
     if ((status = lm_kvq_cache_init(&cache, format, kv_heads, d, capacity, (size_t)recent,
                                     err)) != LM_OK)
         return status;
@@ -304,10 +372,30 @@ lm_status lm_kcase_latent_mla(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, l
     if (!absorbed && strcmp(path, "expanded") != 0)
         return lm_fail(err, LM_ERR_SCHEMA, "case %s: options.path must be absorbed or expanded",
                        kcase->id);
-    if (sh.heads * sh.latent * (sh.nope + sh.v_dim) > ((size_t)1 << 24) || n > 4096)
-        return lm_fail(err, LM_ERR_SCHEMA, "case %s: weights at most 2^24 numbers, n <= 4096",
-                       kcase->id);
-    const size_t n_q = causal ? n : 1, dq = sh.nope + sh.rope;
+    if (kcase->probing && (status = lm_mla_check(&sh, err)) != LM_OK)
+        return status;
+    if (n > 4096)
+        return lm_fail(err, LM_ERR_SCHEMA, "case %s: shape.n must be at most 4096", kcase->id);
+    const size_t n_q = causal ? n : 1, dq = sh.nope + sh.rope, dk = sh.latent + sh.rope;
+    /* q, ckv, both weights and o with their float32 copies; the absorbed queries and their
+     * mixes {n_q, heads, latent + rope}; the expanded keys and values {n, heads, dq} and its
+     * outputs; the decodes' partial states (one {dq + 2} per head and 128 tokens expanded,
+     * one {latent + rope + 2} per head and 256 tokens absorbed); the float64 oracle's keys,
+     * values and weights of one head */
+    lm_budget budget = lm_kcase_budget(kcase);
+    lm_budget_add(&budget, LM_PRODUCT(n_q, sh.heads, dq), LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, LM_PRODUCT(n, dk), LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, LM_PRODUCT(sh.latent, sh.heads, sh.nope), LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, LM_PRODUCT(sh.latent, sh.heads, sh.v_dim), LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, LM_PRODUCT(n_q, sh.heads, sh.v_dim), LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, LM_PRODUCT(n_q, sh.heads, dk), 2 * sizeof(float));
+    lm_budget_add(&budget, LM_PRODUCT(n, sh.heads, dq), 2 * sizeof(float));
+    lm_budget_add(&budget, LM_PRODUCT(n_q, sh.heads, dq), sizeof(float));
+    lm_budget_add(&budget, LM_PRODUCT(sh.heads, n / 128 + 1, dq + 2), sizeof(float));
+    lm_budget_add(&budget, LM_PRODUCT(sh.heads, n / 256 + 1, dk + 2), sizeof(float));
+    lm_budget_add(&budget, LM_PRODUCT(n, dq + sh.v_dim + 1), sizeof(double));
+    if ((status = lm_kcase_reserve(kcase, &budget, err)) != LM_OK)
+        return status;
     const size_t nq = n_q * sh.heads * dq, nc = n * (sh.latent + sh.rope);
     const size_t nuk = sh.latent * sh.heads * sh.nope, nuv = sh.latent * sh.heads * sh.v_dim;
     const size_t no = n_q * sh.heads * sh.v_dim;

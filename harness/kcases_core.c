@@ -17,8 +17,12 @@ lm_status lm_kcase_gemv_rowdot(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, 
         (status = lm_kcase_size0(kcase, "n", &n, err)) != LM_OK ||
         (status = lm_kcase_size0(kcase, "d", &d, err)) != LM_OK)
         return status;
-    if (d != 0 && n > ((size_t)1 << 28) / d)
-        return lm_fail(err, LM_ERR_SCHEMA, "case %s: shape n * d must be at most 2^28", kcase->id);
+    lm_budget budget = lm_kcase_budget(kcase); /* x {n, d}, w {d}, y {n} */
+    lm_budget_add(&budget, LM_PRODUCT(n, d), LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, d, LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, n, LM_KCASE_VALUE_BYTES);
+    if ((status = lm_kcase_reserve(kcase, &budget, err)) != LM_OK)
+        return status;
     /* The fast kernel trusts its caller (it has no operator driver): like a driver, reject an
      * empty x here with the reference's status; dtype f64 lets the reference itself judge. */
     if (ops != NULL && (n == 0 || d == 0))

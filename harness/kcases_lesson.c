@@ -7,6 +7,16 @@
 
 static const char *const f64_only[] = {"f64", NULL};
 
+/* Reserves `count` float64 values and `bytes` more (the draws, outputs, masks and the
+ * reference's scratch, which each runner adds up from its shape) for the case. */
+static lm_status reserve_doubles(lm_kcase *kcase, size_t count, size_t bytes, lm_error *err)
+{
+    lm_budget budget = lm_kcase_budget(kcase);
+    lm_budget_add(&budget, count, sizeof(double));
+    lm_budget_add(&budget, bytes, 1);
+    return lm_kcase_reserve(kcase, &budget, err);
+}
+
 static lm_status no_memory(const lm_kcase *kcase, lm_error *err)
 {
     return lm_fail(err, LM_ERR_NOMEM, "case %s: no memory for inputs", kcase->id);
@@ -50,6 +60,12 @@ lm_status lm_kcase_lesson_sdpa(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, 
         (status = lm_kcase_opt_bool(kcase, "scale", true, &scale, err)) != LM_OK)
         return status;
     const size_t n_q = s[0], n_k = s[1], d = s[2], d_v = s[3];
+    /* q, k, v; out and weights; the reference's row of scores; the mask (bytes) */
+    const size_t values = lm_size_add(lm_size_add(LM_PRODUCT(lm_size_add(n_q, n_k), d),
+                                                  LM_PRODUCT(lm_size_add(n_k, n_q), d_v)),
+                                      lm_size_add(LM_PRODUCT(n_q, n_k), n_k));
+    if ((status = reserve_doubles(kcase, values, LM_PRODUCT(n_q, n_k), err)) != LM_OK)
+        return status;
     double *q = lm_kcase_normal(kcase, rng, n_q * d);   /* {n_q, d} */
     double *k = lm_kcase_normal(kcase, rng, n_k * d);   /* {n_k, d} */
     double *v = lm_kcase_normal(kcase, rng, n_k * d_v); /* {n_k, d_v} */
@@ -95,6 +111,10 @@ lm_status lm_kcase_lesson_window_decode(lm_kcase *kcase, lm_rng *rng, const lm_o
     if (w < 1)
         return lm_fail(err, LM_ERR_SCHEMA, "case %s: options.w must be positive", kcase->id);
     const size_t n = s[0], d = s[1], d_v = s[2];
+    /* q, k; v and out; the reference's rolling buffer of at most n keys and values */
+    if ((status = reserve_doubles(kcase, lm_size_add(LM_PRODUCT(n, 3 * d + 3 * d_v), 1), 0,
+                                  err)) != LM_OK)
+        return status;
     double *q = lm_kcase_normal(kcase, rng, n * d);
     double *k = lm_kcase_normal(kcase, rng, n * d);
     double *v = lm_kcase_normal(kcase, rng, n * d_v);
@@ -129,6 +149,12 @@ lm_status lm_kcase_lesson_linear_feature(lm_kcase *kcase, lm_rng *rng, const lm_
                        "case %s: options.form must be quadratic or recurrent, got %s",
                        kcase->id, form);
     const size_t n = s[0], d = s[1], d_v = s[2];
+    /* q, k; v and out; S {d, d_v} and z, phi_q {d}; the quadratic form's weights {n, n} */
+    const size_t values = lm_size_add(lm_size_add(LM_PRODUCT(n, 2 * d + 2 * d_v),
+                                                  LM_PRODUCT(d, 2 * d_v + 3)),
+                                      LM_PRODUCT(n, n));
+    if ((status = reserve_doubles(kcase, values, 0, err)) != LM_OK)
+        return status;
     double *q = lm_kcase_normal(kcase, rng, n * d);
     double *k = lm_kcase_normal(kcase, rng, n * d);
     double *v = lm_kcase_normal(kcase, rng, n * d_v);
@@ -165,6 +191,11 @@ lm_status lm_kcase_lesson_affine_scan(lm_kcase *kcase, lm_rng *rng, const lm_ops
         (status = lm_kcase_opt_bool(kcase, "h0", false, &use_h0, err)) != LM_OK)
         return status;
     const size_t steps = s[0], width = s[1];
+    /* a, b and the states {steps, width}; h0 {width}; the parallel references' work, tree
+     * (at most 4 steps) and column, {steps} each */
+    if ((status = reserve_doubles(kcase, lm_size_add(LM_PRODUCT(steps, 3 * width + 10), width),
+                                  0, err)) != LM_OK)
+        return status;
     double *a = lm_kcase_uniform(kcase, rng, 0.5, 1.0, steps * width);
     double *b = lm_kcase_normal(kcase, rng, steps * width);
     double *h0 = lm_kcase_normal(kcase, rng, width);
@@ -215,6 +246,10 @@ lm_status lm_kcase_lesson_kv_quantize(lm_kcase *kcase, lm_rng *rng, const lm_ops
         (status = read_bits(kcase, &bits, err)) != LM_OK)
         return status;
     const size_t rows = s[0], cols = s[1];
+    /* x and the codes as numbers {rows, cols}, the scales {rows}; the codes (int32) */
+    if ((status = reserve_doubles(kcase, LM_PRODUCT(rows, 2 * cols + 1),
+                                  LM_PRODUCT(rows, cols, sizeof(int32_t)), err)) != LM_OK)
+        return status;
     double *x = lm_kcase_normal(kcase, rng, rows * cols);
     int32_t *codes = lm_kcase_alloc(kcase, rows * cols, sizeof(int32_t));
     if (!x || !codes || lm_kcase_output(kcase, rows * cols + rows, out, err))
@@ -249,6 +284,9 @@ lm_status lm_kcase_lesson_kivi(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, 
         return lm_fail(err, LM_ERR_SCHEMA, "case %s: options.axis must be token or channel",
                        kcase->id);
     const size_t rows = s[0], cols = s[1];
+    /* x and x_hat {rows, cols} */
+    if ((status = reserve_doubles(kcase, LM_PRODUCT(rows, cols, 2), 0, err)) != LM_OK)
+        return status;
     double *x = lm_kcase_normal(kcase, rng, rows * cols);
     if (!x || lm_kcase_output(kcase, rows * cols, out, err))
         return no_memory(kcase, err);

@@ -57,9 +57,16 @@ lm_status lm_kcase_mamba1_scan(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, 
         (status = lm_kcase_size(kcase, "channels", &D, err)) != LM_OK ||
         (status = lm_kcase_size(kcase, "state", &N, err)) != LM_OK)
         return status;
-    if (B * L * (D + N) > ((size_t)1 << 26) || D * N > ((size_t)1 << 26))
-        return lm_fail(err, LM_ERR_SCHEMA, "case %s: shape too large for a contract case",
-                       kcase->id);
+    /* x, delta_raw, z and y {B, L, D}; bias, skip {D}; a {D, N}; b, c {B, L, N}; h0 and
+     * h_final {B, D, N}: each drawn or returned in float64 with its float32 copy */
+    lm_budget budget = lm_kcase_budget(kcase);
+    lm_budget_add(&budget, LM_PRODUCT(B, L, D), 4 * LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, D, 2 * LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, LM_PRODUCT(D, N), LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, LM_PRODUCT(B, L, N), 2 * LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, LM_PRODUCT(B, D, N), 2 * LM_KCASE_VALUE_BYTES);
+    if ((status = lm_kcase_reserve(kcase, &budget, err)) != LM_OK)
+        return status;
     const size_t tok = B * L;
     double *x = lm_kcase_normal(kcase, rng, tok * D);
     double *dr = lm_kcase_normal(kcase, rng, tok * D);
@@ -129,9 +136,17 @@ lm_status lm_kcase_conv_causal(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, 
         (status = lm_kcase_size(kcase, "channels", &D, err)) != LM_OK ||
         (status = lm_kcase_size(kcase, "width", &K, err)) != LM_OK)
         return status;
-    if (B * L * D > ((size_t)1 << 26) || K > 64)
-        return lm_fail(err, LM_ERR_SCHEMA, "case %s: shape too large for a contract case",
-                       kcase->id);
+    if (K > 64)
+        return lm_fail(err, LM_ERR_SCHEMA, "case %s: shape.width must be at most 64, got %zu",
+                       kcase->id, K);
+    /* x and y {B, L, D}; weight {D, K}; bias {D}; tail and tail_out {B, K-1, D} */
+    lm_budget budget = lm_kcase_budget(kcase);
+    lm_budget_add(&budget, LM_PRODUCT(B, L, D), 2 * LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, LM_PRODUCT(D, K), LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, D, LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, LM_PRODUCT(B, K - 1, D), 2 * LM_KCASE_VALUE_BYTES);
+    if ((status = lm_kcase_reserve(kcase, &budget, err)) != LM_OK)
+        return status;
     double *x = lm_kcase_normal(kcase, rng, B * L * D);
     double *w = lm_kcase_normal(kcase, rng, D * K);
     double *bias = lm_kcase_normal(kcase, rng, D);
@@ -183,9 +198,18 @@ lm_status lm_kcase_scan_affine(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops,
         (status = lm_kcase_opt_int(kcase, "parts", 1, &parts, err)) != LM_OK ||
         (status = lm_kcase_opt_bool(kcase, "h0", false, &use_h0, err)) != LM_OK)
         return status;
-    if (T * W > ((size_t)1 << 26) || parts < 1 || parts > 64 || chunk < -1)
-        return lm_fail(err, LM_ERR_SCHEMA, "case %s: shape too large, parts outside [1, 64] "
-                       "or chunk negative", kcase->id);
+    if (parts < 1 || parts > 64 || chunk < -1)
+        return lm_fail(err, LM_ERR_SCHEMA, "case %s: options.parts must be in [1, 64] and "
+                       "options.chunk >= 0", kcase->id);
+    /* a, b and the states {T, W}; h0 {W}; the chunked driver's ends and per-thread products,
+     * sums and states {W} (2 + 3 parts of them); the float64 chunked reference's columns */
+    lm_budget budget = lm_kcase_budget(kcase);
+    lm_budget_add(&budget, LM_PRODUCT(T, W), 3 * LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, W, LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, LM_PRODUCT(W, 2 + 3 * (size_t)parts), sizeof(float));
+    lm_budget_add(&budget, T, 3 * sizeof(double));
+    if ((status = lm_kcase_reserve(kcase, &budget, err)) != LM_OK)
+        return status;
     double *a = lm_kcase_uniform(kcase, rng, 0.7, 0.999, T * W);
     double *b = lm_kcase_normal(kcase, rng, T * W);
     double *h0 = lm_kcase_normal(kcase, rng, W);
@@ -264,9 +288,26 @@ static lm_status run_linear(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_
     else
         return lm_fail(err, LM_ERR_SCHEMA, "case %s: options.gate must be none, scalar or "
                        "channel", kcase->id);
-    if (H * L * (dk + dv) > ((size_t)1 << 24) || H * dk * dv > ((size_t)1 << 24) || chunk < -1)
-        return lm_fail(err, LM_ERR_SCHEMA, "case %s: shape too large or chunk negative",
-                       kcase->id);
+    if (chunk < -1)
+        return lm_fail(err, LM_ERR_SCHEMA, "case %s: options.chunk must be >= 0", kcase->id);
+    const size_t C = chunk < 1 ? 1 : (size_t)chunk < L ? (size_t)chunk : L; /* the kernel's */
+    /* q, k {H, L, dk}; v and y {H, L, dv}; the gate; s0 and s_final {H, dk, dv}; z0 and
+     * z_final {H, dk}; per thread, the chunk's workspace (state, C x dk tiles, C x C scores,
+     * lm_linear_chunk_work_floats); the float64 reference's state and feature rows */
+    lm_budget budget = lm_kcase_budget(kcase);
+    lm_budget_add(&budget, LM_PRODUCT(H, L, dk), 2 * LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, LM_PRODUCT(H, L, dv), 2 * LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, gate_kind == LM_LINEAR_GATE_CHANNEL ? LM_PRODUCT(H, L, dk)
+                                                               : LM_PRODUCT(H, L),
+                  LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, LM_PRODUCT(H, dk, dv), 2 * LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, LM_PRODUCT(H, dk), 2 * LM_KCASE_VALUE_BYTES);
+    lm_kcase_budget_per_thread(&budget, lm_size_add(LM_PRODUCT(dk + 16, dv + 16),
+                                                    LM_PRODUCT(C + 16, 4 * dk + C + 96)),
+                               sizeof(float));
+    lm_budget_add(&budget, LM_PRODUCT(dk, dv + 3), sizeof(double));
+    if ((status = lm_kcase_reserve(kcase, &budget, err)) != LM_OK)
+        return status;
     const double r = 1.0 / sqrt((double)dk);
     const size_t gn = gate_kind == LM_LINEAR_GATE_CHANNEL ? H * L * dk : H * L;
     double *q = lm_kcase_normal(kcase, rng, H * L * dk);
@@ -340,10 +381,34 @@ static lm_status run_ssd(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kou
         (status = lm_kcase_opt_bool(kcase, "positive_a", false, &positive, err)) != LM_OK ||
         (status = lm_kcase_opt_int(kcase, "chunk", -1, &chunk, err)) != LM_OK)
         return status;
-    if (B * L * H * (P + N) > ((size_t)1 << 24) || B * H * P * N > ((size_t)1 << 24) ||
-        chunk < -1)
-        return lm_fail(err, LM_ERR_SCHEMA, "case %s: shape too large or chunk negative",
-                       kcase->id);
+    if (chunk < -1)
+        return lm_fail(err, LM_ERR_SCHEMA, "case %s: options.chunk must be >= 0", kcase->id);
+    /* the kernel's own rule; G > H always, so that groups are bounded before anything is
+     * allocated, and every case of a contract being loaded (lm_kcase_probe) */
+    if (G > H || (kcase->probing && H % G != 0))
+        return lm_fail(err, LM_ERR_SHAPE, "heads (%zu) must be a multiple of groups (%zu)", H,
+                       G);
+    const size_t C = chunk < 1 ? 1 : (size_t)chunk < L ? (size_t)chunk : L; /* the kernel's */
+    const size_t T = C >= 256 ? C : 256; /* tokens of a time block, at most */
+    /* x and y {B, L, H, P}; dt_raw {B, L, H}; dt_bias, a, skip {H}; b, c {B, L, G, N}; h0
+     * and h_final {B, H, P, N}; one decode step's x, y, dt, b, c; the drivers' states
+     * {B H, N, P}, chunk scores {B G, chunks, C, C} and per-thread blocks of T tokens; the
+     * float64 reference's state {P, N} */
+    lm_budget budget = lm_kcase_budget(kcase);
+    lm_budget_add(&budget, LM_PRODUCT(B, L, H, P), 2 * LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, LM_PRODUCT(B, L, H), LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, H, 3 * LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, LM_PRODUCT(B, L, G, N), 2 * LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, LM_PRODUCT(B, H, P, N), 2 * LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, LM_PRODUCT(B, H, P + 1), 2 * sizeof(float));
+    lm_budget_add(&budget, LM_PRODUCT(B, G, N), 2 * sizeof(float));
+    lm_budget_add(&budget, LM_PRODUCT(B, H, lm_size_add(LM_PRODUCT(N, P), 16)), sizeof(float));
+    lm_budget_add(&budget, LM_PRODUCT(B, G, L + C, C), sizeof(float));
+    lm_kcase_budget_per_thread(&budget, LM_PRODUCT(T + 16, 2 * N + 4 * P + C + 128),
+                               sizeof(float));
+    lm_budget_add(&budget, LM_PRODUCT(P, N), sizeof(double));
+    if ((status = lm_kcase_reserve(kcase, &budget, err)) != LM_OK)
+        return status;
     const double r = 1.0 / sqrt((double)N);
     const size_t nx = B * L * H * P, nbc = B * L * G * N, ns = B * H * P * N;
     double *x = lm_kcase_normal(kcase, rng, nx);
@@ -440,9 +505,23 @@ static lm_status run_delta(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_k
         (status = lm_kcase_opt_bool(kcase, "zero_key", false, &zero_key, err)) != LM_OK ||
         (status = lm_kcase_opt_int(kcase, "chunk", -1, &chunk, err)) != LM_OK)
         return status;
-    if (H * L * (dk + dv) > ((size_t)1 << 24) || H * dk * dv > ((size_t)1 << 24) || chunk < -1)
-        return lm_fail(err, LM_ERR_SCHEMA, "case %s: shape too large or chunk negative",
-                       kcase->id);
+    if (chunk < -1)
+        return lm_fail(err, LM_ERR_SCHEMA, "case %s: options.chunk must be >= 0", kcase->id);
+    const size_t C = chunk < 1 ? 1 : (size_t)chunk < L ? (size_t)chunk : L; /* the kernel's */
+    /* q, k {H, L, dk}; v and y {H, L, dv}; beta, gate {H, L}; s0 and s_final {H, dv, dk};
+     * per thread, the WY chunk's workspace (lm_delta_work_floats: state, C x dk and C x C
+     * tiles); the float64 reference's state and key */
+    lm_budget budget = lm_kcase_budget(kcase);
+    lm_budget_add(&budget, LM_PRODUCT(H, L, dk), 2 * LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, LM_PRODUCT(H, L, dv), 2 * LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, LM_PRODUCT(H, L), 2 * LM_KCASE_VALUE_BYTES);
+    lm_budget_add(&budget, LM_PRODUCT(H, dk, dv), 2 * LM_KCASE_VALUE_BYTES);
+    lm_kcase_budget_per_thread(&budget, lm_size_add(LM_PRODUCT(dk + 16, dv + 16),
+                                                    LM_PRODUCT(C + 16, 2 * dk + 3 * C + 2 * dv + 96)),
+                               sizeof(float));
+    lm_budget_add(&budget, LM_PRODUCT(dk, dv + 1), sizeof(double));
+    if ((status = lm_kcase_reserve(kcase, &budget, err)) != LM_OK)
+        return status;
     const double r = 1.0 / sqrt((double)dk);
     const size_t nq = H * L * dk, nv = H * L * dv, ns = H * dv * dk;
     double *q = lm_kcase_normal(kcase, rng, nq);

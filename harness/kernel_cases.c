@@ -4,6 +4,7 @@
 #include "jsonx.h"
 #include "registry.h"
 
+#include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -163,10 +164,62 @@ lm_status lm_kcase_dtype_in(const lm_kcase *kcase, const char *const *supported,
                    kcase->dtype, kcase->kernel, list);
 }
 
+lm_budget lm_kcase_budget(const lm_kcase *kcase) { return lm_budget_of(kcase->limit); }
+
+void lm_kcase_budget_per_thread(lm_budget *budget, size_t count, size_t size)
+{
+    lm_budget_add(budget, lm_size_mul(count, (size_t)omp_get_max_threads()), size);
+}
+
+/* "{batch 8, length 1, channels 8192}": the case's shape fields, for messages. */
+static void shape_text(const lm_kcase *kcase, char *text, size_t size)
+{
+    const json_t *shape = json_object_get(kcase->json, "shape");
+    const char *key;
+    const json_t *value;
+    size_t used = 0;
+    int wrote = snprintf(text, size, "{");
+    used = wrote > 0 && (size_t)wrote < size ? (size_t)wrote : 0;
+    json_object_foreach((json_t *)(uintptr_t)shape, key, value) {
+        wrote = json_is_integer(value)
+                    ? snprintf(text + used, size - used, "%s%s %lld", used > 1 ? ", " : "", key,
+                               (long long)json_integer_value(value))
+                    : snprintf(text + used, size - used, "%s%s ?", used > 1 ? ", " : "", key);
+        if (wrote < 0 || (size_t)wrote >= size - used)
+            break;
+        used += (size_t)wrote;
+    }
+    snprintf(text + used, size - used, "}");
+}
+
+lm_status lm_kcase_reserve(lm_kcase *kcase, const lm_budget *budget, lm_error *err)
+{
+    char what[LM_ERROR_MESSAGE_SIZE / 2], shape[LM_ERROR_MESSAGE_SIZE / 4];
+    shape_text(kcase, shape, sizeof shape);
+    snprintf(what, sizeof what, "case %s: shape %s", kcase->id, shape);
+    lm_budget limited = {kcase->limit, budget->bytes};
+    lm_error inner;
+    lm_status status = lm_budget_check(&limited, what, &inner);
+    if (status != LM_OK)
+        return lm_fail(err, status, "%s of a contract case", inner.message);
+    if (kcase->probing) {
+        kcase->probed = true;
+        return lm_fail(err, LM_ERR_NOMEM, "case %s: probed (nothing allocated)", kcase->id);
+    }
+    kcase->reserved = budget->bytes;
+    return LM_OK;
+}
+
 void *lm_kcase_alloc(lm_kcase *kcase, size_t count, size_t size)
 {
-    if (size != 0 && count > SIZE_MAX / size)
+    const size_t bytes = lm_size_mul(count, size);
+    if (bytes == SIZE_MAX)
         return NULL;
+    if (bytes > kcase->reserved - kcase->used) { /* used <= reserved always */
+        if (kcase->overdrawn == 0)
+            kcase->overdrawn = bytes ? bytes : 1;
+        return NULL;
+    }
     if (kcase->scratch_count == kcase->scratch_capacity) {
         size_t capacity = kcase->scratch_capacity ? 2 * kcase->scratch_capacity : 16;
         void **grown = lm_alloc(capacity * sizeof *grown);
@@ -178,9 +231,11 @@ void *lm_kcase_alloc(lm_kcase *kcase, size_t count, size_t size)
         kcase->scratch = grown;
         kcase->scratch_capacity = capacity;
     }
-    void *block = lm_alloc(count * size);
-    if (block != NULL)
+    void *block = lm_alloc(bytes);
+    if (block != NULL) {
         kcase->scratch[kcase->scratch_count++] = block;
+        kcase->used += bytes;
+    }
     return block;
 }
 
@@ -246,7 +301,7 @@ static lm_status string_field(const json_t *json, const char *name, size_t index
 
 lm_status lm_kcase_open(lm_kcase *kcase, const json_t *json, size_t index, lm_error *err)
 {
-    *kcase = (lm_kcase){.json = json};
+    *kcase = (lm_kcase){.json = json, .limit = LM_CASE_MAX_BYTES};
     if (!json_is_object(json))
         return lm_fail(err, LM_ERR_TYPE, "cases[%zu] must be an object", index);
     lm_status status = string_field(json, "id", index, NULL, &kcase->id, err);
@@ -281,16 +336,44 @@ void lm_kcase_release(lm_kcase *kcase)
     lm_free(kcase->scratch);
     kcase->scratch = NULL;
     kcase->scratch_count = kcase->scratch_capacity = 0;
+    kcase->reserved = kcase->used = kcase->overdrawn = 0;
+}
+
+/* The registry entry that runs the case; NULL with LM_ERR_SCHEMA "case <id>: unknown kernel
+ * <k>" when none is registered under its kernel name. */
+static const lm_registry_entry *runner_of(const lm_kcase *kcase, lm_error *err)
+{
+    const lm_registry_entry *entry =
+        lm_registry_find(kcase->kernel, json_object_get(kcase->json, "options"));
+    if (entry != NULL && entry->contract != NULL)
+        return entry;
+    lm_fail(err, LM_ERR_SCHEMA, "case %s: unknown kernel '%s' (no runner registered in "
+            "harness/registry.h)", kcase->id, kcase->kernel);
+    return NULL;
+}
+
+lm_status lm_kcase_probe(lm_kcase *kcase, lm_error *err)
+{
+    const lm_registry_entry *entry = runner_of(kcase, err);
+    if (entry == NULL)
+        return LM_ERR_SCHEMA;
+    lm_rng rng;
+    lm_rng_seed(&rng, (uint64_t)kcase->seed);
+    lm_kout out = {NULL, 0};
+    kcase->probing = true;
+    kcase->probed = false;
+    lm_status status = entry->contract(kcase, &rng, NULL, &out, err);
+    const bool reached = kcase->probed;
+    kcase->probing = kcase->probed = false;
+    lm_kcase_release(kcase);
+    return reached && status == LM_ERR_NOMEM ? LM_OK : status;
 }
 
 lm_status lm_kcase_run(lm_kcase *kcase, const lm_ops *ops, lm_kout *out, lm_error *err)
 {
-    const lm_registry_entry *entry =
-        lm_registry_find(kcase->kernel, json_object_get(kcase->json, "options"));
-    if (entry == NULL || entry->contract == NULL)
-        return lm_fail(err, LM_ERR_SCHEMA,
-                       "case %s: unknown kernel '%s' (no runner registered in "
-                       "harness/registry.h)", kcase->id, kcase->kernel);
+    const lm_registry_entry *entry = runner_of(kcase, err);
+    if (entry == NULL)
+        return LM_ERR_SCHEMA;
     bool reference = strcmp(kcase->dtype, "f64") == 0;
     if (!reference && ops == NULL)
         return lm_fail(err, LM_ERR_ARG, "case %s: dtype %s needs an ISA path", kcase->id,
@@ -299,6 +382,15 @@ lm_status lm_kcase_run(lm_kcase *kcase, const lm_ops *ops, lm_kout *out, lm_erro
     lm_rng_seed(&rng, (uint64_t)kcase->seed);
     *out = (lm_kout){NULL, 0};
     lm_status status = entry->contract(kcase, &rng, reference ? NULL : ops, out, err);
+    if (kcase->overdrawn != 0) {
+        char asked[32], reserved[32];
+        lm_bytes_text(kcase->overdrawn, asked, sizeof asked);
+        lm_bytes_text(kcase->reserved - kcase->used, reserved, sizeof reserved);
+        return lm_fail(err, LM_ERR_ARG, "case %s: the runner for %s allocated %s past its "
+                       "reservation (%s left): a runner reserves every buffer with "
+                       "lm_kcase_reserve before allocating (harness/kernel_cases.h)", kcase->id,
+                       kcase->kernel, asked, reserved);
+    }
     if (status == LM_OK && out->values == NULL)
         return lm_fail(err, LM_ERR_ARG, "case %s: runner for %s returned no output", kcase->id,
                        kcase->kernel);

@@ -11,6 +11,7 @@
 #define LONGMIX_KERNEL_CASES_H
 
 #include "longmix.h"
+#include "size_budget.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -26,6 +27,12 @@ typedef struct lm_kcase {
     const json_t *json;   /* the case object: "shape", "options", ... */
     void **scratch;       /* allocations owned by the case (core-managed) */
     size_t scratch_count, scratch_capacity;
+    size_t limit;         /* bytes the case may reserve: LM_CASE_MAX_BYTES */
+    size_t reserved;      /* bytes reserved by lm_kcase_reserve (0: none yet) */
+    size_t used;          /* bytes handed out by lm_kcase_alloc so far */
+    size_t overdrawn;     /* bytes of the first allocation refused past `reserved`, or 0 */
+    bool probing;         /* lm_kcase_probe: the runner stops at its reservation */
+    bool probed;          /* lm_kcase_probe: the runner reached its reservation, within budget */
 } lm_kcase;
 
 /* A runner's output: `count` float64 values in C order of the kernel's output array (the
@@ -71,8 +78,34 @@ lm_status lm_kcase_known_options(const lm_kcase *kcase, const char *const *known
 lm_status lm_kcase_dtype_in(const lm_kcase *kcase, const char *const *supported,
                             lm_error *err);
 
+/* ---- the case's memory: one budget, reserved from the shape before anything is allocated
+ * A runner first adds up every buffer the case will hold -- its draws, their float32
+ * copies, its outputs, and the kernel workspaces that grow with the shape or an option --
+ * in lm_kcase_budget(kcase), with counts taken by LM_PRODUCT (checked: SIZE_MAX when a
+ * product does not fit, which no budget accepts), and reserves the total with
+ * lm_kcase_reserve. Only then does it allocate, with products that the reservation has
+ * shown to fit. lm_kcase_alloc hands out no more than was reserved (nothing before a
+ * reservation): a runner that forgets to reserve, or under-counts, fails each case it runs
+ * (lm_kcase_run says so), instead of allocating what its file asks for. */
+
+/* The bytes of one value a runner draws in float64, with the float32 copy a fast path
+ * runs on; also of one output (the float64 output and the fast path's float32 result). */
+#define LM_KCASE_VALUE_BYTES (sizeof(double) + sizeof(float))
+
+/* An empty budget of the case's limit (LM_CASE_MAX_BYTES). */
+lm_budget lm_kcase_budget(const lm_kcase *kcase);
+/* Adds a kernel workspace of `count` elements of `size` bytes held by every thread of the
+ * kernel's OpenMP team (omp_get_max_threads() copies). */
+void lm_kcase_budget_per_thread(lm_budget *budget, size_t count, size_t size);
+/* Reserves the bytes of `budget` for the case's allocations when they fit its limit;
+ * otherwise LM_ERR_SCHEMA "case <id>: shape {batch 8, ...} needs 12 GiB (all its buffers),
+ * more than the 1 GiB limit of a contract case" and nothing is reserved. While the case is
+ * probed (lm_kcase_probe), a budget that fits returns LM_ERR_NOMEM (kcase->probed set), so
+ * the runner returns before it allocates anything. */
+lm_status lm_kcase_reserve(lm_kcase *kcase, const lm_budget *budget, lm_error *err);
+
 /* A zero-filled 64-byte aligned block of count * size bytes owned by the case, or NULL
- * (overflow or out of memory; the caller returns LM_ERR_NOMEM). */
+ * (past the reservation, overflow or out of memory; the caller returns LM_ERR_NOMEM). */
 void *lm_kcase_alloc(lm_kcase *kcase, size_t count, size_t size);
 /* Allocates *out with `count` outputs; LM_ERR_NOMEM naming the case on failure. */
 lm_status lm_kcase_output(lm_kcase *kcase, size_t count, lm_kout *out, lm_error *err);
@@ -104,5 +137,12 @@ void lm_kcase_release(lm_kcase *kcase);
  * `ops` (NULL for dtype "f64"). LM_ERR_SCHEMA "case <id>: unknown kernel <k>" when no
  * runner is registered under the case's kernel name. */
 lm_status lm_kcase_run(lm_kcase *kcase, const lm_ops *ops, lm_kout *out, lm_error *err);
+/* Checks a case when its contract is loaded, before any case runs, without allocating or
+ * running anything: the runner reads and checks every field, option and dtype, checks the
+ * shape by the kernel's own rules where the kernel has a check of its own (LM_ERR_SHAPE:
+ * heads not a multiple of kv_heads, ...), and adds up its memory (LM_ERR_SCHEMA past the
+ * budget); then it stops at its reservation. LM_OK when it got there; otherwise the
+ * runner's status and message. */
+lm_status lm_kcase_probe(lm_kcase *kcase, lm_error *err);
 
 #endif

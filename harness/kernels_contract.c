@@ -218,6 +218,17 @@ static void shape_fields_named(const lm_kcase *kcase, const char *message, char 
         snprintf(out, size, "shape");
 }
 
+/* LM_ERR_SCHEMA "case <id>: shape.heads, shape.kv_heads: the kernel refuses this shape
+ * (<the kernel's message>); ...": a case that expects values with a shape its kernel refuses. */
+static lm_status refused_shape(const lm_kcase *kcase, const lm_error *kernel_err, lm_error *err)
+{
+    char fields[NAME_TEXT];
+    shape_fields_named(kcase, kernel_err->message, fields, sizeof fields);
+    return lm_fail(err, LM_ERR_SCHEMA, "case %s: %s: the kernel refuses this shape (%s); a case "
+                   "that expects values needs a shape the kernel accepts (a rejection test "
+                   "says expected.status)", kcase->id, fields, kernel_err->message);
+}
+
 /* A case that expects values but whose shape its kernel refuses, as the float64 reference
  * confirms, is a malformed contract (exit 2 naming the fields), not a failed check. A
  * refusal only the fast path makes stays a failed check (a kernel defect). */
@@ -236,11 +247,7 @@ static bool shape_is_invalid(lm_kcase *kcase, const lm_ops *ops, const lm_error 
             entry->contract(kcase, &rng, NULL, &out, &reference_err) != LM_ERR_SHAPE)
             return false;
     }
-    char fields[NAME_TEXT];
-    shape_fields_named(kcase, reference_err.message, fields, sizeof fields);
-    lm_fail(err, LM_ERR_SCHEMA, "case %s: %s: the kernel refuses this shape (%s); a case that "
-            "expects values needs a shape the kernel accepts (a rejection test says "
-            "expected.status)", kcase->id, fields, reference_err.message);
+    refused_shape(kcase, &reference_err, err);
     return true;
 }
 
@@ -326,8 +333,28 @@ static size_t paths_for_case(const lm_kcase *kcase, const lm_isa *paths, size_t 
     return n;
 }
 
-/* Validates every case (fields, registered kernel, unique id) before any runs, so a
- * malformed contract stops with one error and no partial report. */
+/* Probes a case that expects values (lm_kcase_probe) when the contract is loaded: a field,
+ * option or dtype its runner refuses, a shape its kernel's own check refuses (exit 2 with
+ * the fields, as a refusal found when it runs) and a shape past the memory budget end the
+ * load. Other statuses are left to the run, which records them as checks. */
+static lm_status probe_case(lm_kcase *kcase, const expectation *e, lm_error *err)
+{
+    if (e->rejects)
+        return LM_OK; /* a rejection test: its run checks the refusal */
+    lm_error inner;
+    lm_error_clear(&inner);
+    lm_status status = lm_kcase_probe(kcase, &inner);
+    if (status == LM_ERR_SHAPE)
+        return refused_shape(kcase, &inner, err);
+    if (is_case_error(status))
+        return lm_fail(err, status == LM_ERR_UNSUPPORTED ? LM_ERR_SCHEMA : status, "%s",
+                       inner.message);
+    return LM_OK;
+}
+
+/* Validates every case (fields, registered kernel, unique id, and each case's probe: its
+ * shape and memory) before any runs, so a malformed contract stops with one error and no
+ * partial report. */
 static lm_status validate_cases(const json_t *cases, lm_error *err)
 {
     size_t count = json_array_size(cases);
@@ -350,6 +377,8 @@ static lm_status validate_cases(const json_t *cases, lm_error *err)
             if (other != NULL && strcmp(other, kcase.id) == 0)
                 return lm_fail(err, LM_ERR_SCHEMA, "case %s: id repeats cases[%zu]", kcase.id, j);
         }
+        if ((status = probe_case(&kcase, &e, err)) != LM_OK)
+            return status;
     }
     return LM_OK;
 }

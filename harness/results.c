@@ -211,10 +211,11 @@ lm_status lm_results_put(lm_csv *csv, const lm_key_set *failed, const lm_machine
     return LM_OK;
 }
 
-lm_status lm_results_read(lm_csv *csv, const char *path, lm_error *err)
+/* Every kernel cell of a table read that names a kernel by an old word rewritten to its
+ * word; frees the table on failure. */
+static lm_status new_kernel_words(lm_csv *csv, const char *path, lm_error *err)
 {
-    lm_status s = lm_csv_read(csv, path, err);
-    const int column = s == LM_OK ? lm_csv_column(csv, "kernel") : -1;
+    const int column = lm_csv_column(csv, "kernel");
     for (size_t r = 0; column >= 0 && r < csv->rows; r++) {
         char **cell = &csv->cells[r][column];
         const lm_registry_entry *entry = lm_registry_find(*cell, NULL);
@@ -228,5 +229,18 @@ lm_status lm_results_read(lm_csv *csv, const char *path, lm_error *err)
         free(*cell);
         *cell = word;
     }
-    return s;
+    return LM_OK;
+}
+
+lm_status lm_results_read(lm_csv *csv, const char *path, lm_error *err)
+{
+    lm_status s = lm_csv_read(csv, path, err);
+    return s == LM_OK ? new_kernel_words(csv, path, err) : s;
+}
+
+lm_status lm_results_parse(lm_csv *csv, const char *text, size_t length, const char *path,
+                           lm_error *err)
+{
+    lm_status s = lm_csv_parse(csv, text, length, path, err);
+    return s == LM_OK ? new_kernel_words(csv, path, err) : s;
 }

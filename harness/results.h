@@ -12,6 +12,9 @@
  * (harness/registry.h), so rows of old and new files join. Every reader of results files
  * (resume, merge, compare, compare-machines) reads through it. */
 lm_status lm_results_read(lm_csv *csv, const char *path, lm_error *err);
+/* lm_results_read on a file's bytes text[0..length) (lm_csv_parse); `path` names it. */
+lm_status lm_results_parse(lm_csv *csv, const char *text, size_t length, const char *path,
+                           lm_error *err);
 
 /* Joins results tables (shards of one sweep) into out, in input order, dropping a row whose
  * key (with its cpu_model and git_rev) already appeared. Every input must carry the results

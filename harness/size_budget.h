@@ -7,8 +7,12 @@
 
 #include "longmix.h"
 
-/* The most one contract case may allocate, all of its buffers together: 1 GiB. */
+/* The most one contract case may allocate, all of its buffers together: 1 GiB. A build
+ * may lower it (-DLM_CASE_MAX_BYTES=...: the fuzz targets do, to stay within libFuzzer's
+ * -rss_limit_mb). */
+#ifndef LM_CASE_MAX_BYTES
 #define LM_CASE_MAX_BYTES ((size_t)1 << 30)
+#endif
 
 /* a * b, or SIZE_MAX when the product does not fit. */
 size_t lm_size_mul(size_t a, size_t b);
@@ -16,6 +20,11 @@ size_t lm_size_mul(size_t a, size_t b);
 size_t lm_size_add(size_t a, size_t b);
 /* The product of extents[0..count) (1 when count is 0), or SIZE_MAX when it does not fit. */
 size_t lm_size_product(const size_t *extents, size_t count);
+/* LM_PRODUCT(B, L, D): the checked product of its (size_t) arguments, SIZE_MAX when it
+ * does not fit. */
+#define LM_PRODUCT(...)                                                                  \
+    lm_size_product((const size_t[]){__VA_ARGS__},                                      \
+                    sizeof((const size_t[]){__VA_ARGS__}) / sizeof(size_t))
 
 /* The bytes a case will allocate, summed buffer by buffer (saturating). */
 typedef struct lm_budget {

@@ -27,7 +27,7 @@ host_pkgs=(
   git                  # the revision in `longmix info` and every results file
   clang                # make test-clang, make test-tsan (clang 14)
   libomp-14-dev        # clang's OpenMP: omp.h, libomp, and Archer (OpenMP under TSan)
-  libclang-rt-14-dev   # clang's sanitizer runtimes (-fsanitize=thread|address|undefined)
+  libclang-rt-14-dev   # clang's sanitizer runtimes (-fsanitize=thread|address|undefined) and libFuzzer
   libgomp1             # gcc's OpenMP runtime (gcc's libasan8/libubsan1 come with gcc-12)
   libhwloc-dev
   libjansson-dev

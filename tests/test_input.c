@@ -380,6 +380,36 @@ Test(input, merge_keeps_rows_whose_names_differ_past_any_length)
     lm_csv_free(&in[0]), lm_csv_free(&in[1]);
 }
 
+/* Found by tests/fuzz/fuzz_results_csv: bytes that end in ',' (an empty last field) read one
+ * byte past a buffer that is not NUL-terminated. The text here is in a block of exactly its
+ * length, so ASan (make test-sanitize) sees any read past it. */
+Test(input, csv_bytes_ending_in_a_separator_are_read_within_them)
+{
+    const char *const texts[] = {"a,b\n1,", "a,b\n1,\"x\",", "a,", ","};
+    const size_t fields[] = {2, 3, 2, 2};
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+        const size_t length = strlen(texts[i]);
+        char *exact = malloc(length);
+        cr_assert_not_null(exact);
+        memcpy(exact, texts[i], length);
+        lm_csv csv;
+        lm_error err;
+        lm_status status = lm_csv_parse(&csv, exact, length, "t.csv", &err);
+        if (i < 2) { /* the header has 2 columns: a row of 3 is refused, one of 2 is read */
+            cr_assert_eq(status, i == 0 ? LM_OK : LM_ERR_PARSE, "%s", err.message);
+            if (i == 0)
+                cr_assert_str_eq(csv.cells[0][1], "");
+        } else {
+            cr_assert_eq(status, LM_OK, "%s", err.message);
+            cr_assert_eq(csv.columns, fields[i]);
+            cr_assert_str_eq(csv.header[1], "");
+        }
+        if (status == LM_OK)
+            lm_csv_free(&csv);
+        free(exact);
+    }
+}
+
 Test(input, resume_refuses_another_machine_unless_forced)
 {
     lm_machine_meta here = meta_of("CPU A", "abc"), there = meta_of("CPU B", "abc");

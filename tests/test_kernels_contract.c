@@ -212,3 +212,160 @@ Test(kcontract, registry_finds_kernels_only_by_exact_name)
     cr_assert_null(lm_registry_find("gemv", NULL));
     cr_assert_null(lm_registry_find("gemv_rowdot ", NULL));
 }
+
+/* ---- the case's memory budget (lm_kcase_reserve, lm_kcase_alloc) --------------------- */
+
+static json_t *case_json(const char *text)
+{
+    json_error_t error;
+    json_t *json = json_loads(text, 0, &error);
+    cr_assert_not_null(json, "%s", error.text);
+    return json;
+}
+
+Test(kcase_budget, nothing_is_handed_out_before_a_reservation_nor_past_it)
+{
+    json_t *json = case_json("{\"id\": \"b\", \"kernel\": \"gemv_rowdot\", \"dtype\": \"f64\", "
+                             "\"seed\": 1, \"shape\": {\"n\": 4, \"d\": 2}}");
+    lm_kcase kcase;
+    lm_error err;
+    cr_assert_eq(lm_kcase_open(&kcase, json, 0, &err), LM_OK, "%s", err.message);
+    cr_assert_eq(kcase.limit, LM_CASE_MAX_BYTES);
+    cr_assert_null(lm_kcase_alloc(&kcase, 1, 8), "allocated without a reservation");
+    cr_assert_eq(kcase.overdrawn, 8);
+    lm_kcase_release(&kcase);
+    cr_assert_eq(kcase.overdrawn, 0);
+
+    lm_budget budget = lm_kcase_budget(&kcase);
+    lm_budget_add(&budget, 10, sizeof(double));
+    cr_assert_eq(lm_kcase_reserve(&kcase, &budget, &err), LM_OK, "%s", err.message);
+    cr_assert_not_null(lm_kcase_alloc(&kcase, 6, sizeof(double)));
+    cr_assert_not_null(lm_kcase_alloc(&kcase, 4, sizeof(double)));
+    cr_assert_null(lm_kcase_alloc(&kcase, 1, 1), "handed out past the 80 bytes reserved");
+    cr_assert_eq(kcase.used, 80);
+    cr_assert_eq(kcase.overdrawn, 1);
+    lm_kcase_release(&kcase);
+    json_decref(json);
+}
+
+Test(kcase_budget, a_shape_past_the_limit_is_refused_naming_shape_and_limit)
+{
+    json_t *json = case_json("{\"id\": \"big\", \"kernel\": \"gemv_rowdot\", \"dtype\": \"f64\", "
+                             "\"seed\": 1, \"shape\": {\"n\": 65536, \"d\": 4096}}");
+    lm_kcase kcase;
+    lm_error err;
+    cr_assert_eq(lm_kcase_open(&kcase, json, 0, &err), LM_OK, "%s", err.message);
+    lm_budget budget = lm_kcase_budget(&kcase);
+    lm_budget_add(&budget, LM_PRODUCT(65536, 4096), LM_KCASE_VALUE_BYTES); /* 3 GiB */
+    cr_assert_eq(lm_kcase_reserve(&kcase, &budget, &err), LM_ERR_SCHEMA);
+    cr_assert_str_eq(err.message, "case big: shape {n 65536, d 4096} needs 3 GiB (all its "
+                                  "buffers), more than the 1 GiB limit of a contract case");
+    cr_assert_eq(kcase.reserved, 0);
+    /* a product that does not fit a size_t saturates, and no budget accepts it */
+    budget = lm_kcase_budget(&kcase);
+    lm_budget_add(&budget, LM_PRODUCT((size_t)1 << 22, (size_t)1 << 21, (size_t)1 << 21), 12);
+    cr_assert_eq(lm_kcase_reserve(&kcase, &budget, &err), LM_ERR_SCHEMA);
+    cr_assert(strstr(err.message, "needs more bytes than a size_t holds") != NULL, "%s",
+              err.message);
+    lm_kcase_release(&kcase);
+    json_decref(json);
+}
+
+Test(kcase_budget, each_runner_reserves_enough_for_every_contract_case)
+{
+    /* lm_kcase_run refuses a runner that allocates past its reservation; every case of
+     * the contract, on the reference and on every path of this machine, stays within */
+    json_t *root = load_contract();
+    json_t *cases = json_object_get(root, "cases");
+    for (size_t i = 0; i < json_array_size(cases); i++) {
+        lm_kcase kcase;
+        lm_kout out;
+        lm_error err;
+        cr_assert_eq(lm_kcase_open(&kcase, json_array_get(cases, i), i, &err), LM_OK);
+        for (int isa = -1; isa < LM_ISA_COUNT; isa++) {
+            if (isa >= 0 && (strcmp(kcase.dtype, "f64") == 0 || !lm_isa_available((lm_isa)isa) ||
+                             lm_ops_for((lm_isa)isa) == NULL))
+                continue;
+            lm_kcase_run(&kcase, isa < 0 ? NULL : lm_ops_for((lm_isa)isa), &out, &err);
+            cr_assert_eq(kcase.overdrawn, 0, "case %s: the runner allocated past its "
+                         "reservation (%zu of %zu bytes used)", kcase.id, kcase.used,
+                         kcase.reserved);
+            lm_kcase_release(&kcase);
+        }
+    }
+    json_decref(root);
+}
+
+Test(kcase_budget, a_probe_checks_fields_shape_and_budget_without_allocating)
+{
+    const char *const texts[] = {
+        /* fits: the probe reaches the reservation */
+        "{\"id\": \"ok\", \"kernel\": \"attention_prefill\", \"dtype\": \"f32\", \"seed\": 1, "
+        "\"shape\": {\"n\": 8, \"heads\": 4, \"kv_heads\": 2, \"head_dim\": 16}}",
+        /* the kernel's own rule: heads a multiple of kv_heads */
+        "{\"id\": \"gqa\", \"kernel\": \"attention_prefill\", \"dtype\": \"f32\", \"seed\": 1, "
+        "\"shape\": {\"n\": 8, \"heads\": 6, \"kv_heads\": 4, \"head_dim\": 16}}",
+        /* past the budget: 2^22 * 2^21 * 2^21 wraps 64 bits */
+        "{\"id\": \"wrap\", \"kernel\": \"conv_causal\", \"dtype\": \"f32\", \"seed\": 1, "
+        "\"shape\": {\"batch\": 4194304, \"length\": 2097152, \"channels\": 2097152, "
+        "\"width\": 4}}",
+        /* a field the runner refuses */
+        "{\"id\": \"opt\", \"kernel\": \"conv_causal\", \"dtype\": \"f32\", \"seed\": 1, "
+        "\"shape\": {\"batch\": 1, \"length\": 8, \"channels\": 8, \"width\": 65}}",
+    };
+    const lm_status want[] = {LM_OK, LM_ERR_SHAPE, LM_ERR_SCHEMA, LM_ERR_SCHEMA};
+    const char *const says[] = {NULL, "heads (6) must be a multiple of kv_heads (4)",
+                                "case wrap: shape {batch 4194304, length 2097152, channels "
+                                "2097152, width 4} needs more bytes than a size_t holds",
+                                "case opt: shape.width must be at most 64, got 65"};
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+        json_t *json = case_json(texts[i]);
+        lm_kcase kcase;
+        lm_error err;
+        cr_assert_eq(lm_kcase_open(&kcase, json, 0, &err), LM_OK, "%s", err.message);
+        lm_status status = lm_kcase_probe(&kcase, &err);
+        cr_assert_eq(status, want[i], "case %zu: %s: %s", i, lm_status_name(status), err.message);
+        if (says[i] != NULL)
+            cr_assert(strstr(err.message, says[i]) != NULL, "%s", err.message);
+        cr_assert_eq(kcase.scratch_count, 0, "the probe allocated");
+        cr_assert(!kcase.probing && kcase.reserved == 0);
+        /* the same case still runs as before once probed */
+        lm_kout out;
+        if (i == 0)
+            cr_assert_eq(lm_kcase_run(&kcase, lm_ops_for(LM_ISA_SCALAR), &out, &err), LM_OK, "%s",
+                         err.message);
+        lm_kcase_release(&kcase);
+        json_decref(json);
+    }
+}
+
+Test(kcontract, a_shape_the_kernel_refuses_stops_the_load_before_any_case_runs)
+{
+    json_t *root = load_contract();
+    json_t *cases = json_object_get(root, "cases");
+    json_t *good = json_deep_copy(find_case(root, "gemv_rowdot.f32.n7_d37"));
+    json_t *bad = NULL;
+    for (size_t i = 0; i < json_array_size(cases) && bad == NULL; i++) {
+        json_t *c = json_array_get(cases, i);
+        if (strcmp(json_string_value(json_object_get(c, "kernel")), "attention_decode") == 0 &&
+            json_object_get(json_object_get(c, "expected"), "status") == NULL)
+            bad = json_deep_copy(c);
+    }
+    cr_assert_not_null(bad);
+    json_object_set_new(bad, "id", json_string("gqa"));
+    json_object_set_new(json_object_get(bad, "shape"), "heads", json_integer(6));
+    json_object_set_new(json_object_get(bad, "shape"), "kv_heads", json_integer(4));
+    json_array_clear(cases);
+    json_array_append_new(cases, good);
+    json_array_append_new(cases, bad);
+    lm_error err;
+    lm_report *report = verify_one(root, LM_ERR_SCHEMA, &err);
+    cr_assert_str_eq(err.message, "case gqa: shape.heads, shape.kv_heads: the kernel refuses "
+                                  "this shape (heads (6) must be a multiple of kv_heads (4)); "
+                                  "a case that expects values needs a shape the kernel accepts "
+                                  "(a rejection test says expected.status)");
+    cr_assert_eq(lm_report_passed(report) + lm_report_failed(report), 0,
+                 "the first case ran before the load was refused");
+    lm_report_free(report);
+    json_decref(root);
+}

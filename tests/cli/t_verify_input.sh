@@ -92,6 +92,54 @@ test_invalid_kernel_shape_is_bad_input_naming_the_fields() {
   expect_exit 2 "$LONGMIX" verify --sha256 "$(pin_of "$WORK/g.json")" "$WORK/g.json"
   expect_text err "case gqa: shape.heads, shape.kv_heads: the kernel refuses this shape (heads (6) must be a multiple of kv_heads (4))"
 }
+# A contract whose second case has a shape its kernel refuses is refused when it is loaded:
+# exit 2 naming the case and fields, and no check of the valid first case was recorded (a
+# refusal found only when the case ran came after the first case's checks).
+test_invalid_kernel_shape_is_refused_at_load_before_any_case_runs() {
+  "$PYTHON" - "$WORK/two.json" <<'PY'
+import json, sys
+d = json.load(open("contracts/kernels.json"))
+first = next(c for c in d["cases"] if c["kernel"] == "conv_causal" and "status" not in c["expected"])
+bad = {kernel: json.loads(json.dumps(next(c for c in d["cases"] if c["kernel"] == kernel and "status" not in c["expected"])))
+       for kernel in ("attention_decode", "ssm_ssd", "latent_mla")}
+bad["attention_decode"]["shape"].update(heads=6, kv_heads=4)
+bad["ssm_ssd"]["shape"].update(heads=6, groups=4)
+bad["latent_mla"]["shape"].update(v_dim=bad["latent_mla"]["shape"]["nope"] + bad["latent_mla"]["shape"]["rope"] + 1)
+for kernel, case in bad.items():
+    case["id"] = "bad_" + kernel
+    json.dump({"schema": d["schema"], "cases": [first, case]}, open(sys.argv[1].replace("two", kernel), "w"))
+PY
+  local -A says=(
+    [attention_decode]="case bad_attention_decode: shape.heads, shape.kv_heads: the kernel refuses this shape (heads (6) must be a multiple of kv_heads (4))"
+    [ssm_ssd]="case bad_ssm_ssd: shape.heads, shape.groups: the kernel refuses this shape (heads (6) must be a multiple of groups (4))"
+    [latent_mla]="case bad_latent_mla: shape.rope, shape.nope, shape.v_dim: the kernel refuses this shape (v_dim (49) must be at most nope + rope (48))"
+  )
+  local kernel
+  for kernel in attention_decode ssm_ssd latent_mla; do
+    expect_exit 2 "$LONGMIX" verify --format tap --sha256 "$(pin_of "$WORK/$kernel.json")" "$WORK/$kernel.json"
+    expect_text err "${says[$kernel]}"
+    if grep -q "^ok .*: kernels/" "$WORK/out"; then
+      echo "    a check ran before the load was refused ($kernel):" >&2; head -5 "$WORK/out" >&2; return 1
+    fi
+  done
+}
+# A shape past the memory budget is refused at load too, before the valid first case runs.
+test_shape_past_the_budget_is_refused_at_load() {
+  "$PYTHON" - "$WORK/big.json" <<'PY'
+import json, sys
+d = json.load(open("contracts/kernels.json"))
+first = next(c for c in d["cases"] if c["kernel"] == "conv_causal" and "status" not in c["expected"])
+big = json.loads(json.dumps(first))
+big["id"] = "big"
+big["shape"].update(batch=1 << 22, length=1 << 21, channels=1 << 21)
+json.dump({"schema": d["schema"], "cases": [first, big]}, open(sys.argv[1], "w"))
+PY
+  expect_exit 2 "$LONGMIX" verify --format tap --sha256 "$(pin_of "$WORK/big.json")" "$WORK/big.json"
+  expect_text err "case big: shape {batch 4194304, length 2097152, channels 2097152, width"
+  if grep -q "^ok .*: kernels/" "$WORK/out"; then
+    echo "    a check ran before the load was refused:" >&2; head -5 "$WORK/out" >&2; return 1
+  fi
+}
 test_fifo_is_refused_without_waiting() {
   mkfifo "$WORK/fifo"
   expect_exit 2 timeout 20 "$LONGMIX" verify --sha256 "$(pin_of contracts/m8.json)" "$WORK/fifo"
