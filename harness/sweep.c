@@ -481,7 +481,7 @@ static void fill_row(const lm_bench_case *c, const lm_bench_config *k, const lm_
     row->gflops = t > 0.0 ? r->flops / t * 1e-9 : 0.0;
     row->gbps = t > 0.0 ? r->bytes / t * 1e-9 : 0.0;
     if (limits != NULL) {
-        double attainable = lm_roofline_attainable(limits, r->flops, r->bytes);
+        double attainable = lm_roofline_attainable_dtype(limits, k->dtype, r->flops, r->bytes);
         row->roofline_frac = attainable > 0.0 ? row->gflops / attainable : 0.0;
     }
     row->status = r->status == LM_OK ? "ok" : r->status == LM_ERR_NUMERIC ? "wrong" : "error";
