@@ -14,11 +14,11 @@ const char *const lm_results_columns[LM_RESULTS_COLUMNS] = {
     "reps", "median_s", "min_s", "p25_s", "p75_s", "gflops", "gbps", "roofline_frac",
     "checksum", "status",
     /* longmix extras: */
-    "flops", "bytes", "err_max", "note", "compiler", "cores", "llc_bytes"};
+    "flops", "bytes", "err_max", "note", "compiler", "cores", "llc_bytes", "disc"};
 
 const char *const lm_results_key_columns[LM_RESULTS_KEY_COLUMNS] = {
     "kernel", "isa", "threads", "dtype", "bits", "n_ctx", "chunk",
-    "heads", "kv_heads", "head_dim", "d_inner", "d_state", "batch"};
+    "heads", "kv_heads", "head_dim", "d_inner", "d_state", "batch", "disc"};
 
 static char *copy_text(const char *s)
 {
@@ -95,6 +95,31 @@ lm_status lm_csv_append(lm_csv *csv, const char *const *cells, lm_error *err)
         }
     csv->line[csv->rows] = 0;
     csv->cells[csv->rows++] = row;
+    return LM_OK;
+}
+
+lm_status lm_csv_add_column(lm_csv *csv, const char *name, lm_error *err)
+{
+    char **header = realloc(csv->header, (csv->columns + 1) * sizeof *header);
+    if (header == NULL)
+        return lm_fail(err, LM_ERR_NOMEM, "out of memory for a CSV column");
+    csv->header = header;
+    if ((header[csv->columns] = copy_text(name)) == NULL)
+        return lm_fail(err, LM_ERR_NOMEM, "out of memory for a CSV column");
+    for (size_t r = 0; r < csv->rows; r++) {
+        char **row = realloc(csv->cells[r], (csv->columns + 1) * sizeof *row);
+        char *cell = row != NULL ? copy_text("") : NULL;
+        if (row != NULL)
+            csv->cells[r] = row;
+        if (cell == NULL) { /* the rows before r hold the new cell: drop them again */
+            for (size_t q = 0; q < r; q++)
+                free(csv->cells[q][csv->columns]);
+            free(header[csv->columns]);
+            return lm_fail(err, LM_ERR_NOMEM, "out of memory for a CSV column");
+        }
+        row[csv->columns] = cell;
+    }
+    csv->columns++;
     return LM_OK;
 }
 
@@ -343,6 +368,7 @@ static const lm_column_rule results_rules[] = {
     {"compiler", LM_CELL_TEXT, false, 0, 0},
     {"cores", LM_CELL_INT, true, 0, 1 << 20},
     {"llc_bytes", LM_CELL_INT, true, 0, SIZE_LIMIT},
+    {"disc", LM_CELL_WORD, false, 0, 0}, /* zoh / euler on Mamba-1 rows, else empty */
 };
 _Static_assert(sizeof results_rules / sizeof results_rules[0] == LM_RESULTS_COLUMNS,
                "every results column has a rule");
@@ -513,6 +539,7 @@ static void row_cells(const lm_machine_meta *meta, const lm_result_row *row,
     META(compiler);
     LONG(meta ? meta->cores : 0);
     LONG(meta ? meta->llc_bytes_total : 0);
+    TEXT(row->disc);
 #undef TEXT
 #undef META
 #undef LONG

@@ -181,6 +181,26 @@ lm_status lm_results_resume(lm_csv *csv, const char *name, const lm_machine_meta
     return keep_first(csv, name, false, failed, done, &counts->duplicates, &counts->failed, err);
 }
 
+lm_status lm_results_upgrade(lm_csv *csv, lm_error *err)
+{
+    if (csv->columns == 0 || lm_csv_column(csv, "disc") >= 0 ||
+        strcmp(csv->header[csv->columns - 1], "llc_bytes") != 0)
+        return LM_OK;
+    lm_status s = lm_csv_add_column(csv, "disc", err);
+    const int kernel = lm_csv_column(csv, "kernel"), disc = (int)csv->columns - 1;
+    for (size_t r = 0; s == LM_OK && kernel >= 0 && r < csv->rows; r++) {
+        const char *k = csv->cells[r][kernel];
+        if (strcmp(k, "mamba1_scan") != 0 && strcmp(k, "mamba1_step") != 0)
+            continue;
+        char *zoh = strdup("zoh");
+        if (zoh == NULL)
+            return lm_fail(err, LM_ERR_NOMEM, "out of memory reading a results file");
+        free(csv->cells[r][disc]);
+        csv->cells[r][disc] = zoh;
+    }
+    return s;
+}
+
 lm_status lm_results_put(lm_csv *csv, const lm_key_set *failed, const lm_machine_meta *meta,
                          const lm_result_row *row, lm_error *err)
 {

@@ -33,6 +33,12 @@ lm_status lm_results_resume(lm_csv *csv, const char *name, const lm_machine_meta
                             bool force, lm_key_set *done, lm_key_set *failed,
                             lm_resume_counts *counts, lm_error *err);
 
+/* Reads a results table of an earlier build as this build's: a file whose last column is
+ * llc_bytes (written before the disc column existed) gets a disc column, "zoh" on its
+ * mamba1_scan and mamba1_step rows (those builds measured the exact ZOH only) and empty
+ * on the others. Any other table is left as it is. */
+lm_status lm_results_upgrade(lm_csv *csv, lm_error *err);
+
 /* Appends the row, or, when its key is in `failed` (may be NULL), puts it in the place of
  * the failed row of that key. */
 lm_status lm_results_put(lm_csv *csv, const lm_key_set *failed, const lm_machine_meta *meta,
