@@ -81,6 +81,13 @@ static lm_status mamba_setup_common(const lm_bench_config *cfg, bool decode, voi
                                .skip = s->skip, .z = s->z, .h0 = decode ? s->h : NULL,
                                .y = s->y, .h_final = decode ? s->h : NULL,
                                .exact_zoh = exact_zoh};
+    if (decode) { /* a decoder checks its A once, not at every token (ssm.h, a_checked) */
+        lm_status st = lm_ssm_mamba1_check_f32(&s->p, err);
+        if (st != LM_OK) {
+            mamba_teardown(s);
+            return st;
+        }
+    }
     *state = s;
     return LM_OK;
 }
@@ -98,8 +105,8 @@ static lm_status step_setup(const lm_bench_config *c, void **state, lm_error *er
 static lm_status mamba_run(void *state, const lm_ops *ops, lm_error *err)
 {
     mamba_state *s = state;
-    if (s->decode)
-        return lm_ssm_mamba1_decode_f32(&s->p, ops, err);
+    if (s->decode) /* A was checked at setup */
+        return lm_ssm_mamba1_decode_checked_f32(&s->p, ops, err);
     return lm_ssm_mamba1_scan_f32(&s->p, ops, err);
 }
 

@@ -23,15 +23,31 @@ lm_status lm_ssm_mamba1_check_f32(const lm_ssm_mamba1_f32 *p, lm_error *err)
     if (p->x == NULL || p->delta_raw == NULL || p->a == NULL || p->b == NULL || p->c == NULL ||
         p->y == NULL)
         return lm_fail(err, LM_ERR_SHAPE, "x, delta_raw, a, b, c and y must be given");
-    /* One branch-free vector pass first (a decode step calls this for every token): NaN
-     * fails both comparisons, +-inf and positive values fail one. Only a bad A pays for the
-     * second pass that names the entry. */
+    /* One branch-free vector pass first (a decode step calls this for every token, over
+     * as many floats as the step's state): the largest entry (maxps) must be <= 0, and
+     * sum a * 0, NaN when any entry is NaN or infinite, must be 0. Only a bad A pays for
+     * the second pass that names the entry. */
     const size_t count = p->channels * p->state;
-    int all_ok = 1;
-#pragma omp simd reduction(&: all_ok)
-    for (size_t i = 0; i < count; i++)
-        all_ok &= (p->a[i] <= 0.0f) & (p->a[i] >= -FLT_MAX);
-    for (size_t i = 0; !all_ok && i < count; i++) {
+    /* four quarters in one loop: four independent vector chains of each reduction */
+    const float *a = p->a;
+    const size_t q = count / 4;
+    float h0 = -FLT_MAX, h1 = -FLT_MAX, h2 = -FLT_MAX, h3 = -FLT_MAX;
+    float p0 = 0.0f, p1 = 0.0f, p2 = 0.0f, p3 = 0.0f;
+#pragma omp simd reduction(max : h0, h1, h2, h3) reduction(+ : p0, p1, p2, p3)
+    for (size_t j = 0; j < q; j++) {
+        const float v0 = a[j], v1 = a[q + j], v2 = a[2 * q + j], v3 = a[3 * q + j];
+        h0 = v0 > h0 ? v0 : h0, h1 = v1 > h1 ? v1 : h1;
+        h2 = v2 > h2 ? v2 : h2, h3 = v3 > h3 ? v3 : h3;
+        p0 += v0 * 0.0f, p1 += v1 * 0.0f, p2 += v2 * 0.0f, p3 += v3 * 0.0f;
+    }
+    size_t i = 4 * q;
+    for (; i < count; i++) {
+        h0 = a[i] > h0 ? a[i] : h0;
+        p0 += a[i] * 0.0f;
+    }
+    const bool all_ok = h0 <= 0.0f && h1 <= 0.0f && h2 <= 0.0f && h3 <= 0.0f &&
+                        p0 + p1 + p2 + p3 == 0.0f;
+    for (i = 0; !all_ok && i < count; i++) {
         if (!isfinite(p->a[i]))
             return lm_fail(err, LM_ERR_NONFINITE, "a must contain only finite values "
                            "(a[%zu,%zu])", i / p->state, i % p->state);
@@ -42,6 +58,8 @@ lm_status lm_ssm_mamba1_check_f32(const lm_ssm_mamba1_f32 *p, lm_error *err)
     return LM_OK;
 }
 
+static void run_blocks(const lm_ssm_mamba1_f32 *p, const lm_ops *ops);
+
 lm_status lm_ssm_mamba1_scan_f32(const lm_ssm_mamba1_f32 *p, const lm_ops *ops, lm_error *err)
 {
     lm_status status = lm_ops_check(ops, err);
@@ -49,6 +67,13 @@ lm_status lm_ssm_mamba1_scan_f32(const lm_ssm_mamba1_f32 *p, const lm_ops *ops, 
         status = lm_ssm_mamba1_check_f32(p, err);
     if (status != LM_OK)
         return status;
+    run_blocks(p, ops);
+    return LM_OK;
+}
+
+/* Every (batch row, block of channels) of p through the mamba1_scan_f32 kernel of ops. */
+static void run_blocks(const lm_ssm_mamba1_f32 *p, const lm_ops *ops)
+{
     lm_mamba1_scan_fn *const kernel = ops->mamba1_scan_f32;
     const size_t blocks = (p->channels + MAMBA1_CHANNEL_BLOCK - 1) / MAMBA1_CHANNEL_BLOCK;
     const long long items = (long long)(p->batch * blocks);
@@ -65,11 +90,10 @@ lm_status lm_ssm_mamba1_scan_f32(const lm_ssm_mamba1_f32 *p, const lm_ops *ops, 
                                  ? d_begin + MAMBA1_CHANNEL_BLOCK : p->channels;
         kernel(p, bi, d_begin, d_end);
     }
-    return LM_OK;
 }
 
-lm_status lm_ssm_mamba1_decode_f32(const lm_ssm_mamba1_f32 *p, const lm_ops *ops,
-                                   lm_error *err)
+/* What a decode step checks besides lm_ssm_mamba1_check_f32: one token, state in place. */
+static lm_status check_decode_shape(const lm_ssm_mamba1_f32 *p, lm_error *err)
 {
     if (p == NULL)
         return lm_fail(err, LM_ERR_ARG, "p must not be NULL");
@@ -79,5 +103,23 @@ lm_status lm_ssm_mamba1_decode_f32(const lm_ssm_mamba1_f32 *p, const lm_ops *ops
     if (p->h0 == NULL || p->h0 != p->h_final)
         return lm_fail(err, LM_ERR_ARG, "h0 and h_final must be the same state buffer "
                        "(the decode step updates it in place)");
-    return lm_ssm_mamba1_scan_f32(p, ops, err);
+    return LM_OK;
+}
+
+lm_status lm_ssm_mamba1_decode_f32(const lm_ssm_mamba1_f32 *p, const lm_ops *ops,
+                                   lm_error *err)
+{
+    lm_status status = check_decode_shape(p, err);
+    return status == LM_OK ? lm_ssm_mamba1_scan_f32(p, ops, err) : status;
+}
+
+lm_status lm_ssm_mamba1_decode_checked_f32(const lm_ssm_mamba1_f32 *p, const lm_ops *ops,
+                                           lm_error *err)
+{
+    lm_status status = lm_ops_check(ops, err);
+    if (status == LM_OK)
+        status = check_decode_shape(p, err);
+    if (status == LM_OK)
+        run_blocks(p, ops);
+    return status;
 }
