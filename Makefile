@@ -1,6 +1,7 @@
 # longmix — one Makefile. `make help` lists the targets.
 #
-#   make                build build/longmix and build/liblongmix.a
+#   make                build build/longmix and build/liblongmix.{a,so}
+#   make install        PREFIX=/usr/local DESTDIR= (README "Using longmix as a library")
 #   make SANITIZER=address,undefined BUILD=build/asan test-unit
 #   make CC=clang       the same with clang
 #   make ARCH=aarch64   cross-build the NEON path (BUILD defaults to build/aarch64)
@@ -8,9 +9,9 @@
 
 comma     := ,
 # ThreadSanitizer must see every synchronisation. Debian's libgomp is not built with TSan,
-# so its barriers and locks are invisible and every parallel region would be reported as
-# a race; clang's libomp is, through its Archer tool (libomp-14-dev), which tells TSan
-# about OpenMP barriers, locks, reductions and tasks. So SANITIZER=thread means clang.
+# so its barriers and locks are invisible and race-free parallel regions are reported as
+# races; clang's libomp comes with Archer (libomp-14-dev), an OpenMP tool that tells TSan
+# about barriers, locks, reductions and tasks. So SANITIZER=thread means clang.
 TSAN      := $(filter thread,$(subst $(comma), ,$(SANITIZER)))
 ifneq ($(TSAN),)
   ifeq ($(origin CC),default)
@@ -54,10 +55,14 @@ WARNINGS  := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-pro
 # -fno-plt: calls into shared libraries (SLEEF's vector functions inside the scan loops) go
 # through the GOT directly; through PLT stubs the Mamba-1 scan's time depended on where the
 # linker happened to place it, by up to 1.6x (docs/kernels.md, "Code placement").
-CFLAGS_ALL = -std=c17 $(OPT) -g -fopenmp -fno-plt -ffp-contract=off -D_POSIX_C_SOURCE=200809L \
-             -Ikernels/include $(WARNINGS) $(EXTRA_CFLAGS)
+# -fPIC -fno-semantic-interposition: every object can go into liblongmix.so (and a user's
+# shared object can link liblongmix.a); the kernels' machine code is the same as without it
+# (docs/kernels.md, "Position-independent code").
+CFLAGS_ALL = -std=c17 $(OPT) -g -fopenmp -fno-plt -fPIC -fno-semantic-interposition \
+             -ffp-contract=off -D_POSIX_C_SOURCE=200809L -Ikernels/include $(WARNINGS) $(EXTRA_CFLAGS)
 CXXFLAGS_ALL = -std=c++17 $(OPT) -g -Ikernels/include -Iharness -Wall -Wextra -Werror
 LDLIBS    := -ljansson -lnettle -lsleef -lhwloc -lm -lpthread
+LIB_LDLIBS := -lsleef -lm   # what liblongmix itself needs (with -fopenmp's libgomp)
 ifneq ($(SANITIZER),)
   CFLAGS_ALL += -fsanitize=$(SANITIZER) -fno-omit-frame-pointer -fno-sanitize-recover=all
   LDFLAGS    += -fsanitize=$(SANITIZER)
@@ -100,10 +105,19 @@ endif
 HARNESS_SRC    := $(filter-out harness/main.c,$(wildcard harness/*.c))
 TEST_SRC       := $(wildcard tests/test_*.c)
 
-LIB_OBJ   := $(KERNEL_SRC:%.c=$(BUILD)/%.o) $(HARNESS_SRC:%.c=$(BUILD)/%.o)
+KERNEL_OBJ  := $(KERNEL_SRC:%.c=$(BUILD)/%.o)
+HARNESS_OBJ := $(HARNESS_SRC:%.c=$(BUILD)/%.o)
+LIB_OBJ   := $(KERNEL_OBJ) $(HARNESS_OBJ)
 MAIN_OBJ  := $(BUILD)/harness/main.o
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
+# liblongmix: the kernels, references, dispatch and generator (what `make install` installs,
+# static and shared); libharness: the command's own code (CSV, contracts, sweeps), linked
+# into build/longmix, the unit tests and the Google Benchmark shim only.
+VERSION   := 0.1.0
+SOVERSION := 0
 LIB       := $(BUILD)/liblongmix.a
+SHLIB     := $(BUILD)/liblongmix.so.$(VERSION)
+HARNESS_LIB := $(BUILD)/libharness.a
 BIN       := $(BUILD)/longmix
 UNIT      := $(BUILD)/tests/unit
 DEPFILES  := $(LIB_OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
@@ -120,10 +134,10 @@ endif
 
 .PHONY: all run test check test-unit test-cli test-sanitize test-clang test-neon test-slurm \
         test-fresh test-rebuild test-tsan verify neon bench sweep targets report test-report \
-        clean help FORCE
+        install uninstall test-install clean help FORCE
 .DEFAULT_GOAL := all
 
-all: $(BIN) $(LIB) ## Build build/longmix and build/liblongmix.a
+all: $(BIN) $(LIB) $(SHLIB) ## Build build/longmix and build/liblongmix.{a,so}
 
 # ---- flags stamp: a change of compiler or flags rebuilds everything ----------------
 FLAGS_TEXT := $(CC) $(CFLAGS_ALL) $(LDFLAGS) $(ARCH)
@@ -146,16 +160,27 @@ $(BUILD)/build_info.h: FORCE
 $(BUILD)/harness/info.o: $(BUILD)/build_info.h
 $(BUILD)/harness/info.o: CFLAGS_ALL += -I$(BUILD)
 
-$(LIB): $(LIB_OBJ)
+$(LIB): $(KERNEL_OBJ)
 	@rm -f $@
 	@echo "  AR      $@"
 	@ar rcs $@ $^
 
-$(BIN): $(MAIN_OBJ) $(LIB)
+$(HARNESS_LIB): $(HARNESS_OBJ)
+	@rm -f $@
+	@echo "  AR      $@"
+	@ar rcs $@ $^
+
+# The shared library: the same objects as the static one, its SONAME the major version.
+$(SHLIB): $(KERNEL_OBJ)
+	@echo "  LD      $@"
+	@$(CC) -shared $(CFLAGS_ALL) $(LDFLAGS) -Wl,-soname,liblongmix.so.$(SOVERSION) \
+	  -Wl,--no-undefined $^ -o $@ $(LIB_LDLIBS)
+
+$(BIN): $(MAIN_OBJ) $(HARNESS_LIB) $(LIB)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS_ALL) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
-$(UNIT): $(TEST_OBJ) $(LIB)
+$(UNIT): $(TEST_OBJ) $(HARNESS_LIB) $(LIB)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS_ALL) $(LDFLAGS) $^ -o $@ $(LDLIBS) -lcriterion
 
@@ -187,7 +212,7 @@ test: ## Every test: unit + CLI, then ASan+UBSan, clang, TSan, and the NEON path
 	$(MAKE) --no-print-directory test-neon
 	@echo "make test: all suites passed"
 
-check: test-unit test-cli ## Fast: unit tests and CLI tests with the default build
+check: test-unit test-cli $(if $(SANITIZER),,test-install) ## Fast: unit, CLI and install tests with the default build
 
 test-unit: $(UNIT) $(BIN) ## Criterion unit suites
 	cd $(CURDIR) && $(SANITIZER_ENV) $(RUNNER) $(UNIT) --jobs 2
@@ -241,9 +266,10 @@ verify: $(BIN) ## longmix verify on every contract in contracts/SHA256SUMS
 # ---- measurement (docs/benchmarks.md) ---------------------------------------------
 GBENCH     := $(BUILD)/longmix-gbench
 BENCH_ARGS ?= --benchmark_min_time=0.05
-$(GBENCH): harness/gbench_shim.cc harness/gbench_shim.h harness/bench.h $(LIB)
+$(GBENCH): harness/gbench_shim.cc harness/gbench_shim.h harness/bench.h $(HARNESS_LIB) $(LIB)
 	@echo "  CXX     $@"
-	@$(CXX) $(CXXFLAGS_ALL) -fopenmp $(LDFLAGS) $< $(LIB) -o $@ $(LDLIBS) -lbenchmark -lpthread
+	@$(CXX) $(CXXFLAGS_ALL) -fopenmp $(LDFLAGS) $< $(HARNESS_LIB) $(LIB) -o $@ $(LDLIBS) \
+	  -lbenchmark -lpthread
 
 bench: $(GBENCH) ## Google Benchmark over every bench-registry kernel -> results/gbench.{json,csv}
 	@mkdir -p results
@@ -262,6 +288,51 @@ report: $(BIN) ## results/*.csv -> report.md, tables/*.{md,tex,csv}, figures as 
 	@mkdir -p results
 	$(BIN) lesson --csv results/lesson
 	$(PYTHON) scripts/report.py results
+
+# ---- install (README "Using longmix as a library") ------------------------------------
+PREFIX       ?= /usr/local
+DESTDIR      ?=
+BINDIR       ?= $(PREFIX)/bin
+LIBDIR       ?= $(PREFIX)/lib
+INCLUDEDIR   ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+# The public headers: the roots below and every header they include, installed with the
+# layout they have under kernels/ (longmix.h includes the family headers by relative paths,
+# ../ssm/ssm.h) into $(INCLUDEDIR)/longmix/; longmix.pc's Cflags name
+# $(INCLUDEDIR)/longmix/include, so a program says #include <longmix.h>. The roots are the one
+# list to change when the API's headers change.
+PUBLIC_HEADERS := kernels/include/longmix.h kernels/include/lm_reduce.h \
+                  kernels/include/lm_validate.h
+# Every header the roots pull in, as paths under kernels/ (include/longmix.h, ssm/ssm.h, ...).
+public_tree = $(sort $(foreach h,$(filter %.h,$(subst \, ,$(shell $(CC) -MM -MT x -Ikernels/include \
+              -x c $(PUBLIC_HEADERS)))),$(patsubst kernels/%,%,$(h))))
+# A path of longmix.pc, written relative to ${prefix} when it lies under PREFIX.
+pc_path = $(if $(filter $(PREFIX)/%,$(1)),$${prefix}/$(patsubst $(PREFIX)/%,%,$(1)),$(1))
+INSTALLED = $(DESTDIR)$(LIBDIR)/liblongmix.a $(DESTDIR)$(LIBDIR)/liblongmix.so.$(VERSION) \
+            $(DESTDIR)$(LIBDIR)/liblongmix.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/liblongmix.so \
+            $(addprefix $(DESTDIR)$(INCLUDEDIR)/longmix/,$(public_tree)) \
+            $(DESTDIR)$(PKGCONFIGDIR)/longmix.pc $(DESTDIR)$(BINDIR)/longmix
+
+install: $(LIB) $(SHLIB) $(BIN) ## Install liblongmix (.a, .so), its headers, longmix.pc, bin/longmix (PREFIX=/usr/local DESTDIR=)
+	$(if $(filter /%,$(PREFIX)),,$(error PREFIX must be an absolute path, got '$(PREFIX)'))
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/longmix $(DESTDIR)$(PKGCONFIGDIR) \
+	  $(DESTDIR)$(BINDIR)
+	install -m 644 $(LIB) $(DESTDIR)$(LIBDIR)/liblongmix.a
+	install -m 755 $(SHLIB) $(DESTDIR)$(LIBDIR)/liblongmix.so.$(VERSION)
+	ln -sf liblongmix.so.$(VERSION) $(DESTDIR)$(LIBDIR)/liblongmix.so.$(SOVERSION)
+	ln -sf liblongmix.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/liblongmix.so
+	for h in $(public_tree); do install -D -m 644 kernels/$$h $(DESTDIR)$(INCLUDEDIR)/longmix/$$h || exit 1; done
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(call pc_path,$(LIBDIR))|' \
+	  -e 's|@INCLUDEDIR@|$(call pc_path,$(INCLUDEDIR))|' -e 's|@VERSION@|$(VERSION)|' \
+	  scripts/longmix.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/longmix.pc
+	install -m 755 $(BIN) $(DESTDIR)$(BINDIR)/longmix
+
+uninstall: ## Remove what `make install` installed (same PREFIX= DESTDIR=)
+	rm -f $(INSTALLED)
+	-cd $(DESTDIR)$(INCLUDEDIR) 2>/dev/null && rmdir -p $(sort $(dir $(addprefix longmix/,$(public_tree)))) 2>/dev/null
+
+test-install: $(LIB) $(SHLIB) $(BIN) ## make install into a scratch root, then build programs against it with pkg-config only
+	MAKE="$(MAKE)" BUILD=$(BUILD) CC="$(CC)" bash tests/install/run.sh
 
 clean: ## Remove build/
 	rm -rf build

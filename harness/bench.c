@@ -42,6 +42,7 @@ typedef struct member {
     void *state;
     const lm_ops *ops; /* lm_ops_for(config->isa) */
     double *samples;
+    double *cpu_samples; /* the second half of samples' allocation */
     long inner;
     int done;
     lm_status status;
@@ -90,12 +91,13 @@ static lm_status start_member(const lm_bench_case *bench, const lm_bench_config 
     s = bench->setup(config, &m->state, err);
     if (s != LM_OK)
         return s;
-    m->samples = malloc((size_t)reps * sizeof *m->samples);
+    m->samples = malloc(2 * (size_t)reps * sizeof *m->samples);
     if (m->samples == NULL) {
         bench->teardown(m->state);
         m->state = NULL;
         return lm_fail(err, LM_ERR_NOMEM, "out of memory for %d samples", reps);
     }
+    m->cpu_samples = m->samples + reps;
     lm_error_clear(&m->run_err);
     /* Warm-up (excluded): touches the inputs, faults pages in, sizes the inner loop. */
     double start = lm_now();
@@ -114,6 +116,12 @@ static void finish_member(const lm_bench_case *bench, member *m, lm_bench_result
     lm_status s = m->status;
     result->reps = m->done;
     result->inner = m->inner;
+    result->rep_times_count = m->done < LM_BENCH_KEPT_REPS ? m->done : LM_BENCH_KEPT_REPS;
+    for (int i = 0; i < result->rep_times_count; i++) { /* before the summary sorts them */
+        size_t at = (size_t)i * (size_t)m->done / (size_t)result->rep_times_count;
+        result->rep_times[i] = m->samples[at];
+        result->rep_cpu_times[i] = m->cpu_samples[at];
+    }
     result->time = lm_summarize(m->samples, (size_t)m->done);
     free(m->samples);
     if (s == LM_OK)
@@ -159,11 +167,14 @@ lm_status lm_bench_measure_set(const lm_bench_case *const *benches,
                 continue;
             }
             prepare_member(&configs[i]);
-            double start = lm_now();
+            double start = lm_now(), cpu_start = lm_cpu_now();
             m[i].status = run_member(benches[i], &m[i], m[i].inner);
             double t = (lm_now() - start) / (double)m[i].inner;
-            if (m[i].status == LM_OK) /* a failed repetition is not a sample */
+            double cpu = (lm_cpu_now() - cpu_start) / (double)m[i].inner;
+            if (m[i].status == LM_OK) { /* a failed repetition is not a sample */
+                m[i].cpu_samples[m[i].done] = cpu;
                 m[i].samples[m[i].done++] = t;
+            }
         }
     }
     for (size_t i = 0; i < count; i++)

@@ -88,9 +88,18 @@ const struct lm_ops *lm_bench_ops(const lm_bench_config *config, lm_error *err);
 /* Fills config with the case's defaults, seed 0, and the initial ISA on 1 thread. */
 void lm_bench_default_config(const lm_bench_case *bench, lm_bench_config *config);
 
+/* Repetition times a result keeps, in the order they were measured (for the rank test of
+ * `longmix compare`); with more repetitions, that many evenly spaced in time. */
+#define LM_BENCH_KEPT_REPS 64
+
 /* What one measurement produced. */
 typedef struct lm_bench_result {
     lm_summary time;  /* seconds per run over the timed repetitions */
+    double rep_times[LM_BENCH_KEPT_REPS]; /* {rep_times_count} seconds per run, in time order */
+    double rep_cpu_times[LM_BENCH_KEPT_REPS]; /* the same repetitions' process CPU seconds
+                                                  per run (all threads): what a shared
+                                                  machine's other jobs do not inflate */
+    int rep_times_count;
     int reps;
     long inner;       /* runs per timed repetition (fast kernels repeat to reach ~1 ms) */
     double flops, bytes;

@@ -11,6 +11,7 @@ int lm_cmd_info(int argc, char **argv);
 int lm_cmd_roofline(int argc, char **argv);
 int lm_cmd_sweep(int argc, char **argv);
 int lm_cmd_merge(int argc, char **argv);
+int lm_cmd_compare(int argc, char **argv);
 int lm_cmd_crossover(int argc, char **argv);
 int lm_cmd_lesson(int argc, char **argv);
 int lm_cmd_compare_machines(int argc, char **argv);

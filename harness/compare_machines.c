@@ -4,6 +4,7 @@
  * level from any other *crossover_summary.csv). Shards of one sweep are joined by merge,
  * which refuses mixed machines; this command is the act of comparing them. */
 #include "cli.h"
+#include "results.h"
 #include "csv.h"
 
 #include <dirent.h>
@@ -39,7 +40,7 @@ static const char *const limit_kernels[] = {"peak_fma", "stream_triad", "peak_do
  * the ISA path its sweeps ran). */
 static const char *const config_columns[] = {"dtype",  "bits",     "n_ctx",    "chunk",
                                              "heads",  "kv_heads", "head_dim", "d_inner",
-                                             "d_state", "batch"};
+                                             "d_state", "batch", "disc"};
 enum { CONFIG_COLUMNS = sizeof config_columns / sizeof config_columns[0] };
 
 static void usage(FILE *out)
@@ -147,7 +148,7 @@ static lm_status add_file(machine *m, const char *name, lm_error *err)
     if (length < 0 || (size_t)length >= sizeof path)
         return lm_fail(err, LM_ERR_ARG, "path too long: %s/%s", m->dir, name);
     lm_csv csv;
-    lm_status s = lm_csv_read(&csv, path, err);
+    lm_status s = lm_results_read(&csv, path, err);
     if (s != LM_OK)
         return s;
     lm_error ignored;

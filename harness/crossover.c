@@ -213,7 +213,10 @@ static double measure(run_context *rc, const lm_bench_case *c, const lm_bench_co
                          .n_ctx = k->n_ctx, .chunk = k->chunk, .heads = k->heads,
                          .kv_heads = k->kv_heads, .head_dim = k->head_dim,
                          .d_inner = k->d_inner, .d_state = k->d_state, .batch = k->batch,
-                         .time = r.time, .checksum = r.checksum, .flops = r.flops,
+                         .time = r.time, .rep_times = r.rep_times,
+                         .rep_cpu_times = r.rep_cpu_times,
+                         .rep_count = (size_t)r.rep_times_count, .checksum = r.checksum,
+                         .flops = r.flops,
                          .bytes = r.bytes, .err_max = r.err_max,
                          .note = r.status == LM_OK ? "crossover" : r.message};
     double t = r.time.median;

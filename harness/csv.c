@@ -14,7 +14,8 @@ const char *const lm_results_columns[LM_RESULTS_COLUMNS] = {
     "reps", "median_s", "min_s", "p25_s", "p75_s", "gflops", "gbps", "roofline_frac",
     "checksum", "status",
     /* longmix extras: */
-    "flops", "bytes", "err_max", "note", "compiler", "cores", "llc_bytes", "disc"};
+    "flops", "bytes", "err_max", "note", "compiler", "cores", "llc_bytes", LM_RESULTS_REP_TIMES,
+    LM_RESULTS_REP_CPU, "disc"};
 
 const char *const lm_results_key_columns[LM_RESULTS_KEY_COLUMNS] = {
     "kernel", "isa", "threads", "dtype", "bits", "n_ctx", "chunk",
@@ -368,6 +369,8 @@ static const lm_column_rule results_rules[] = {
     {"compiler", LM_CELL_TEXT, false, 0, 0},
     {"cores", LM_CELL_INT, true, 0, 1 << 20},
     {"llc_bytes", LM_CELL_INT, true, 0, SIZE_LIMIT},
+    {LM_RESULTS_REP_TIMES, LM_CELL_TIMES, false, 0, HUGE_VAL},
+    {LM_RESULTS_REP_CPU, LM_CELL_TIMES, false, 0, HUGE_VAL},
     {"disc", LM_CELL_WORD, false, 0, 0}, /* zoh / euler on Mamba-1 rows, else empty */
 };
 _Static_assert(sizeof results_rules / sizeof results_rules[0] == LM_RESULTS_COLUMNS,
@@ -426,6 +429,32 @@ static bool parse_integer(const char *cell, long long *out)
     return errno == 0 && *end == '\0';
 }
 
+/* A list "t1;t2;..." of finite numbers in [rule->low, rule->high]. */
+static lm_status check_times(const lm_column_rule *rule, const char *cell, lm_error *err)
+{
+    size_t count = 0;
+    for (const char *p = cell; *p != '\0'; count++) {
+        size_t length = strcspn(p, ";");
+        char item[64];
+        double real;
+        if (length == 0 || length >= sizeof item)
+            return lm_fail(err, LM_ERR_SCHEMA, "entry %zu of '%.80s' is not a number", count + 1,
+                           cell);
+        memcpy(item, p, length);
+        item[length] = '\0';
+        if (!parse_real(item, &real) || !isfinite(real) || real < rule->low || real > rule->high)
+            return lm_fail(err, LM_ERR_SCHEMA, "entry %zu of '%.80s' is not a finite number >= %g",
+                           count + 1, cell, rule->low);
+        p += length;
+        if (*p == ';' && *++p == '\0')
+            return lm_fail(err, LM_ERR_SCHEMA, "'%.80s' ends in ';'", cell);
+    }
+    if (count > LM_RESULTS_MAX_REP_TIMES)
+        return lm_fail(err, LM_ERR_SCHEMA, "holds %zu times, more than %d", count,
+                       LM_RESULTS_MAX_REP_TIMES);
+    return LM_OK;
+}
+
 lm_status lm_cell_check(const lm_column_rule *rule, const char *cell, lm_error *err)
 {
     if (has_control(cell))
@@ -456,6 +485,7 @@ lm_status lm_cell_check(const lm_column_rule *rule, const char *cell, lm_error *
         return parse_real(cell, &real) ? LM_OK
                                        : lm_fail(err, LM_ERR_SCHEMA, "'%.80s' is not a number",
                                                  cell);
+    case LM_CELL_TIMES: return check_times(rule, cell, err);
     case LM_CELL_STATUS:
         if (strcmp(cell, "ok") == 0 || strcmp(cell, "wrong") == 0 ||
             strcmp(cell, "error") == 0 || strcmp(cell, "failed") == 0)
@@ -483,7 +513,9 @@ lm_status lm_results_validate(const lm_csv *csv, const char *name, lm_error *err
 
 /* ---- typed rows ----------------------------------------------------------------- */
 
-enum { NUMBER_TEXT = 40 };
+enum { NUMBER_TEXT = 40, REP_TEXT = LM_RESULTS_MAX_REP_TIMES * 24 };
+/* rep_times_s, then rep_cpu_s, then disc: the last three columns */
+enum { REP_TIMES_AT = LM_RESULTS_COLUMNS - 3 };
 
 static void fmt_double(char *out, double v)
 {
@@ -493,8 +525,20 @@ static void fmt_double(char *out, double v)
         snprintf(out, NUMBER_TEXT, "%.9g", v);
 }
 
+/* The repetition times as "t1;t2;...", each %.9g. */
+static void fmt_rep_times(char *out, size_t size, const double *times, size_t count)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < count && i < LM_RESULTS_MAX_REP_TIMES && times != NULL; i++) {
+        int n = snprintf(out + used, size - used, "%s%.9g", i ? ";" : "", times[i]);
+        used += n > 0 ? (size_t)n : 0;
+    }
+}
+
 /* The cells of a typed row, in column order: texts point at the row's (and meta's)
- * strings, numbers are formatted into numbers[] (meta NULL: its cells are empty). */
+ * strings, numbers are formatted into numbers[] (meta NULL: its cells are empty); the
+ * repetition columns are left empty (lm_result_append fills them). */
 static void row_cells(const lm_machine_meta *meta, const lm_result_row *row,
                       char numbers[LM_RESULTS_COLUMNS][NUMBER_TEXT],
                       const char *cells[LM_RESULTS_COLUMNS])
@@ -539,22 +583,30 @@ static void row_cells(const lm_machine_meta *meta, const lm_result_row *row,
     META(compiler);
     LONG(meta ? meta->cores : 0);
     LONG(meta ? meta->llc_bytes_total : 0);
+    TEXT(NULL); /* rep_times_s (column REP_TIMES_AT) */
+    TEXT(NULL); /* rep_cpu_s */
     TEXT(row->disc);
 #undef TEXT
 #undef META
 #undef LONG
 #undef REAL
+    (void)i;
 }
 
 lm_status lm_result_append(lm_csv *csv, const lm_machine_meta *meta, const lm_result_row *row,
                            lm_error *err)
 {
     char numbers[LM_RESULTS_COLUMNS][NUMBER_TEXT];
+    char rep_times[REP_TEXT], rep_cpu[REP_TEXT];
     const char *cells[LM_RESULTS_COLUMNS];
     if (csv->columns != LM_RESULTS_COLUMNS)
         return lm_fail(err, LM_ERR_SCHEMA, "results table must have the %d results columns",
                        LM_RESULTS_COLUMNS);
     row_cells(meta, row, numbers, cells);
+    fmt_rep_times(rep_times, sizeof rep_times, row->rep_times, row->rep_count);
+    fmt_rep_times(rep_cpu, sizeof rep_cpu, row->rep_cpu_times, row->rep_count);
+    cells[REP_TIMES_AT] = rep_times;
+    cells[REP_TIMES_AT + 1] = rep_cpu;
     return lm_csv_append(csv, cells, err);
 }
 

@@ -13,10 +13,15 @@
 
 /* The Results CSV columns of DESIGN.md, in order (LM_RESULTS_REQUIRED of them), then
  * longmix's extra columns (flops and bytes of one run, the error against the float64
- * reference, a note, machine facts from `longmix info`, and the Mamba-1 discretization:
- * disc, "zoh" or "euler" on mamba1_scan / mamba1_step rows, empty on the others). */
+ * reference, a note, machine facts from `longmix info`, the repetition times that
+ * `longmix compare` tests: wall and process CPU seconds per run, each list separated by
+ * ';', in the order measured, and last the Mamba-1 discretization: disc, "zoh" or "euler"
+ * on mamba1_scan / mamba1_step rows, empty on the others). */
 #define LM_RESULTS_REQUIRED 28
-#define LM_RESULTS_COLUMNS 36
+#define LM_RESULTS_COLUMNS 38
+#define LM_RESULTS_REP_TIMES "rep_times_s" /* the names of the two repetition columns */
+#define LM_RESULTS_REP_CPU "rep_cpu_s"
+#define LM_RESULTS_MAX_REP_TIMES 256       /* the most lm_result_append writes */
 extern const char *const lm_results_columns[LM_RESULTS_COLUMNS];
 
 /* The configuration columns that identify a measurement (the key of --resume and merge);
@@ -84,6 +89,8 @@ typedef enum lm_cell_kind {
     LM_CELL_REAL,   /* a number in [low, high], or "nan" (not measured) */
     LM_CELL_ANY_REAL, /* any number, inf and nan included (a checksum) */
     LM_CELL_STATUS, /* ok, wrong, error or failed */
+    LM_CELL_TIMES,  /* numbers in [low, high] separated by ';' (repetition times), at most
+                       LM_RESULTS_MAX_REP_TIMES of them */
 } lm_cell_kind;
 
 typedef struct lm_column_rule {
@@ -113,6 +120,9 @@ typedef struct lm_result_row {
     lm_summary time;                 /* seconds per run */
     double gflops, gbps, roofline_frac, checksum;
     double flops, bytes, err_max;    /* per run; err_max < 0 when not checked */
+    const double *rep_times;         /* {rep_count} seconds per run in time order, or NULL */
+    const double *rep_cpu_times;     /* {rep_count} process CPU seconds per run, or NULL */
+    size_t rep_count;
 } lm_result_row;
 
 /* Appends the row (every text in full, numbers as lm_result_append always writes them). */

@@ -16,6 +16,7 @@ static const subcommand subcommands[] = {
     {"roofline", lm_cmd_roofline, "peak FMA per ISA and STREAM-triad bandwidth, to CSV"},
     {"sweep", lm_cmd_sweep, "measure kernels over a grid of configurations into a results CSV"},
     {"merge", lm_cmd_merge, "join results CSVs (sweep shards); refuses mixed machines"},
+    {"compare", lm_cmd_compare, "performance regression gate: two results CSVs, ratio and U test"},
     {"crossover", lm_cmd_crossover, "measured SSM-vs-attention crossover beside memory and FLOP"},
     {"lesson", lm_cmd_lesson, "data of the lesson's eight figures, from longmix's references"},
     {"compare-machines", lm_cmd_compare_machines, "results folders of several machines side by side"},

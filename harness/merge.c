@@ -61,17 +61,11 @@ static int merge_files(const merge_options *o, lm_error *err)
     }
     int rc = LM_EXIT_OK;
     size_t read = 0;
-    for (; read < o->count; read++) {
-        if (lm_csv_read(&inputs[read], o->names[read], err) != LM_OK) {
+    for (; read < o->count; read++)
+        if (lm_results_read(&inputs[read], o->names[read], err) != LM_OK) {
             rc = LM_EXIT_USAGE;
             break;
         }
-        if (lm_results_upgrade(&inputs[read], err) != LM_OK) { /* an older file's columns */
-            rc = LM_EXIT_USAGE;
-            read++; /* read: freed with the others */
-            break;
-        }
-    }
     lm_csv merged;
     size_t dropped = 0;
     if (rc == LM_EXIT_OK) {

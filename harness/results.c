@@ -1,5 +1,6 @@
 /* Results files read back: merge and resume (see results.h). */
 #include "results.h"
+#include "registry.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -181,10 +182,10 @@ lm_status lm_results_resume(lm_csv *csv, const char *name, const lm_machine_meta
     return keep_first(csv, name, false, failed, done, &counts->duplicates, &counts->failed, err);
 }
 
-lm_status lm_results_upgrade(lm_csv *csv, lm_error *err)
+/* A table of a build before the disc column: disc appended, "zoh" on the Mamba-1 rows. */
+static lm_status add_disc_column(lm_csv *csv, lm_error *err)
 {
-    if (csv->columns == 0 || lm_csv_column(csv, "disc") >= 0 ||
-        strcmp(csv->header[csv->columns - 1], "llc_bytes") != 0)
+    if (csv->columns == 0 || lm_csv_column(csv, "disc") >= 0)
         return LM_OK;
     lm_status s = lm_csv_add_column(csv, "disc", err);
     const int kernel = lm_csv_column(csv, "kernel"), disc = (int)csv->columns - 1;
@@ -228,4 +229,26 @@ lm_status lm_results_put(lm_csv *csv, const lm_key_set *failed, const lm_machine
     }
     free(key);
     return LM_OK;
+}
+
+lm_status lm_results_read(lm_csv *csv, const char *path, lm_error *err)
+{
+    lm_status s = lm_csv_read(csv, path, err);
+    const int column = s == LM_OK ? lm_csv_column(csv, "kernel") : -1;
+    for (size_t r = 0; column >= 0 && r < csv->rows; r++) {
+        char **cell = &csv->cells[r][column];
+        const lm_registry_entry *entry = lm_registry_find(*cell, NULL);
+        if (entry == NULL || strcmp(entry->name, *cell) == 0)
+            continue;
+        char *word = strdup(entry->name);
+        if (word == NULL) {
+            lm_csv_free(csv);
+            return lm_fail(err, LM_ERR_NOMEM, "out of memory reading %s", path);
+        }
+        free(*cell);
+        *cell = word;
+    }
+    if (s == LM_OK && (s = add_disc_column(csv, err)) != LM_OK)
+        lm_csv_free(csv);
+    return s;
 }

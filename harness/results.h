@@ -7,6 +7,15 @@
 
 #include "csv.h"
 
+/* lm_csv_read, then every kernel cell that names a kernel by an old word (attn_decode_q,
+ * affine_scan: results files written before the kernel list) rewritten to its word
+ * (harness/registry.h), and a table without a disc column (written before it existed)
+ * given one as its last column: "zoh" on its mamba1_scan and mamba1_step rows (those
+ * builds measured the exact ZOH only), empty on the others. So rows of old and new files
+ * join. Every reader of results files (resume, merge, compare, compare-machines) reads
+ * through it. */
+lm_status lm_results_read(lm_csv *csv, const char *path, lm_error *err);
+
 /* Joins results tables (shards of one sweep) into out, in input order, dropping a row whose
  * key (with its cpu_model and git_rev) already appeared. Every input must carry the results
  * header, the same columns as the first, and valid cells (lm_results_validate); unless
@@ -32,12 +41,6 @@ typedef struct lm_resume_counts {
 lm_status lm_results_resume(lm_csv *csv, const char *name, const lm_machine_meta *meta,
                             bool force, lm_key_set *done, lm_key_set *failed,
                             lm_resume_counts *counts, lm_error *err);
-
-/* Reads a results table of an earlier build as this build's: a file whose last column is
- * llc_bytes (written before the disc column existed) gets a disc column, "zoh" on its
- * mamba1_scan and mamba1_step rows (those builds measured the exact ZOH only) and empty
- * on the others. Any other table is left as it is. */
-lm_status lm_results_upgrade(lm_csv *csv, lm_error *err);
 
 /* Appends the row, or, when its key is in `failed` (may be NULL), puts it in the place of
  * the failed row of that key. */

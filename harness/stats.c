@@ -12,6 +12,13 @@ double lm_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+double lm_cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 double lm_quantile_sorted(const double *sorted, size_t n, double q)
 {
     double pos = q * (double)(n - 1);

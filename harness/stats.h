@@ -6,6 +6,8 @@
 
 /* Monotonic wall clock in seconds (CLOCK_MONOTONIC). */
 double lm_now(void);
+/* CPU time of the whole process (every thread) in seconds (CLOCK_PROCESS_CPUTIME_ID). */
+double lm_cpu_now(void);
 
 /* Order statistics of timed repetitions. */
 typedef struct lm_summary {

@@ -508,6 +508,9 @@ static void fill_row(const lm_bench_case *c, const lm_bench_config *k, const lm_
     key_fields(c, k, row);
     row->reps = r->reps;
     row->time = r->time;
+    row->rep_times = r->rep_times;
+    row->rep_cpu_times = r->rep_cpu_times;
+    row->rep_count = (size_t)r->rep_times_count;
     row->flops = r->flops;
     row->bytes = r->bytes;
     row->err_max = r->err_max;
@@ -602,26 +605,6 @@ static size_t take_group(const sweep_plan *plan, size_t *todo, size_t todo_count
     return count;
 }
 
-/* Rows of an older results file may name a kernel by its old word (attn_decode_q): they
- * are read as the registry's word (kvq_decode), so they count as done and are written back
- * under it. Returns -1 when out of memory. */
-static int canonical_kernel_names(lm_csv *csv)
-{
-    const int column = lm_csv_column(csv, "kernel");
-    for (size_t r = 0; column >= 0 && r < csv->rows; r++) {
-        char **cell = &csv->cells[r][column];
-        const lm_registry_entry *entry = lm_registry_find(*cell, NULL);
-        if (entry == NULL || strcmp(entry->name, *cell) == 0)
-            continue;
-        char *word = strdup(entry->name);
-        if (word == NULL)
-            return -1;
-        free(*cell);
-        *cell = word;
-    }
-    return 0;
-}
-
 /* The table the run adds to: empty, or with --resume the file's rows, checked and
  * de-duplicated (lm_results_resume), with the keys of its ok and failed rows. */
 static int open_results(const sweep_options *o, const lm_machine_meta *meta, lm_csv *csv,
@@ -633,16 +616,8 @@ static int open_results(const sweep_options *o, const lm_machine_meta *meta, lm_
     if (fresh)
         return lm_csv_init_results(csv, &err) == LM_OK ? 0 : fail_usage(err.message);
     lm_resume_counts counts;
-    if (lm_csv_read(csv, o->out_path, &err) != LM_OK)
+    if (lm_results_read(csv, o->out_path, &err) != LM_OK)
         return fail_usage(err.message);
-    if (lm_results_upgrade(csv, &err) != LM_OK) {
-        lm_csv_free(csv);
-        return fail_usage(err.message);
-    }
-    if (canonical_kernel_names(csv) != 0) {
-        lm_csv_free(csv);
-        return fail_usage("out of memory reading the results file");
-    }
     if (lm_results_resume(csv, o->out_path, meta, o->force, done, failed, &counts, &err) !=
         LM_OK) {
         lm_csv_free(csv);

@@ -288,6 +288,11 @@ static void write_escaped(FILE *out, const char *text, escape_mode mode)
 
 void lm_write_visible(FILE *out, const char *text) { write_escaped(out, text, ESCAPE_TEXT); }
 
+void lm_report_write_escaped(FILE *out, const char *text, bool json)
+{
+    write_escaped(out, text, json ? ESCAPE_JSON : ESCAPE_XML);
+}
+
 /* ---- writers ------------------------------------------------------------------ */
 
 static const char *outcome_word(outcome result)

@@ -56,6 +56,10 @@ size_t lm_report_failed(const lm_report *report);
  * checks were then not recorded). */
 size_t lm_report_errors(const lm_report *report);
 
+/* Writes `text` (NULL as "(out of memory)") with the characters XML attributes (json false)
+ * or JSON strings (json true) need escaped, as the JUnit and JSON reports escape theirs. */
+void lm_report_write_escaped(FILE *out, const char *text, bool json);
+
 /* Writes every check and error in `format`; text and TAP end with the line
  * "N passed, N failed, N errors" (TAP as a comment), JUnit counts errors in its errors
  * attributes, JSON in "errors". A run passed only when failed and errors are both 0. */

@@ -6,7 +6,8 @@ usage: scripts/gbench_csv.py results/gbench.json --out results/gbench.csv
 One row per benchmark: the configuration comes from the counters the shim sets
 (harness/gbench_shim.cc), the machine from its custom context. With
 --benchmark_repetitions=R the R per-repetition times give median, min and quartiles;
-otherwise the single mean-per-iteration time fills all four.
+otherwise the single mean-per-iteration time fills all four. rep_times_s and rep_cpu_s
+list the repetitions' real and CPU times in run order (what `longmix compare` tests).
 """
 import argparse
 import csv
@@ -20,7 +21,7 @@ import sys
 COLUMNS = ("run_id timestamp git_rev host cpu_model isa threads kernel dtype bits n_ctx chunk "
            "heads kv_heads head_dim d_inner d_state batch reps median_s min_s p25_s p75_s gflops "
            "gbps roofline_frac checksum status flops bytes err_max note compiler cores "
-           "llc_bytes disc").split()
+           "llc_bytes rep_times_s rep_cpu_s disc").split()
 
 UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
@@ -32,6 +33,13 @@ def quantile(sorted_values, q):
     if lo + 1 >= len(sorted_values):
         return sorted_values[-1]
     return sorted_values[lo] + (pos - lo) * (sorted_values[lo + 1] - sorted_values[lo])
+
+
+def rep_times_text(in_order, kept=64):
+    """Repetition times as the sweep writes them (harness/bench_registry.c): in run
+    order, at most `kept`, evenly spaced in time when there were more."""
+    count = min(len(in_order), kept)
+    return ";".join("%.9g" % in_order[i * len(in_order) // count] for i in range(count))
 
 
 def parse_name(name):
@@ -56,8 +64,11 @@ def convert(doc):
         first = runs[0]
         fields = parse_name(name)
         error = next((r.get("error_message", "error") for r in runs if r.get("error_occurred")), None)
-        times = sorted(r["real_time"] * UNIT[r.get("time_unit", "ns")] for r in runs
-                       if not r.get("error_occurred"))
+        ok_runs = [r for r in runs if not r.get("error_occurred")]
+        in_order = [r["real_time"] * UNIT[r.get("time_unit", "ns")] for r in ok_runs]
+        cpu_in_order = [r["cpu_time"] * UNIT[r.get("time_unit", "ns")] for r in ok_runs
+                        if "cpu_time" in r]
+        times = sorted(in_order)
         count = lambda key: first.get(key, 0)
         median = statistics.median(times) if times else 0.0
         flops, nbytes = count("flops_per_run"), count("bytes_per_run")
@@ -97,6 +108,9 @@ def convert(doc):
             "compiler": context.get("longmix_compiler", ""),
             "cores": context.get("num_cpus", ""),
             "llc_bytes": max((c.get("size", 0) for c in context.get("caches", [])), default=0),
+            "rep_times_s": rep_times_text(in_order),
+            # Google Benchmark's CPU time is the benchmark thread's, not the process's
+            "rep_cpu_s": rep_times_text(cpu_in_order) if len(cpu_in_order) == len(in_order) else "",
             # the shim runs each case at its defaults: the Mamba-1 cases' exact ZOH
             "disc": "zoh" if fields["kernel"] in ("mamba1_scan", "mamba1_step") else "",
         }

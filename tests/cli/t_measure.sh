@@ -100,7 +100,7 @@ csv.writer(open(sys.argv[2], "w", newline=""), lineterminator="\n").writerows(r[
     "$WORK/m.csv" "$WORK/old.csv"
   expect_exit 0 $m --out "$WORK/old.csv" --resume
   expect_text err "0 configurations measured, 2 skipped"
-  head -1 "$WORK/old.csv" | grep -q ',llc_bytes,disc$'
+  head -1 "$WORK/old.csv" | grep -q ',rep_cpu_s,disc$'
   expect_exit 2 $m --disc rk4 --out "$WORK/bad.csv"
   expect_text err "--disc takes zoh and/or euler, got 'rk4'"
 }

@@ -28,7 +28,8 @@ for d in $(ls -d results/examples/*/ | sort -r); do
   [ -f "$d/sweep.csv" ] && [ -f "$d/crossover_summary.csv" ] && { run=$d; break; }
 done
 [ -n "$run" ] || fail "no results/examples/ run with sweep.csv and crossover_summary.csv"
-targets=$(ls -d results/examples/*/targets-*/ 2>/dev/null | sort | tail -1)
+targets=""   # the current targets run (results/examples/targets/), when there is one
+[ -f results/examples/targets/targets.md ] && targets=results/examples/targets/
 res=$tmp/results
 mkdir -p "$res"
 cp "$run"/*.csv "$res"/

@@ -35,6 +35,9 @@ step() { echo "== $* ($(($(date +%s) - started)) s)"; }
 # Twelve configurations of a fraction of a second each on one thread (the affine scan at two
 # lengths and six chunk sizes): shard K of 4 gets three.
 SWEEP=(--kernel scan_affine --ctx 1024,4096 --chunk 16..512 --threads 1 --reps 3 --no-roofline)
+# The same configurations measured long enough (about a second a row) for a shard to be
+# cancelled between its rows: the whole shard of SWEEP takes a tenth of a second.
+SLOW=("${SWEEP[@]}" --reps 2000)
 SUBMIT=scripts/slurm/submit.sh
 
 rows() { [ -f "$1" ] && echo $(($(wc -l <"$1") - 1)) || echo 0; }
@@ -43,7 +46,7 @@ rows() { [ -f "$1" ] && echo $(($(wc -l <"$1") - 1)) || echo 0; }
 same_configs() {
   "$PYTHON" - "$1" "$2" <<'EOF'
 import csv, sys
-KEY = "kernel isa threads dtype bits n_ctx chunk heads kv_heads head_dim d_inner d_state batch".split()
+KEY = "kernel isa threads dtype bits n_ctx chunk heads kv_heads head_dim d_inner d_state batch disc".split()
 def load(path):
     rows = list(csv.DictReader(open(path, newline="")))
     keys = [tuple(r[k] for k in KEY) for r in rows]
@@ -150,7 +153,7 @@ set -e
 ok "--resume with a different command is refused"
 
 step "a shard cancelled mid-run, then resubmitted with --resume"
-read -r array merge < <("$SUBMIT" --shards 4 --out "$tmp/b" --no-report --sbatch --time=10 -- sweep "${SWEEP[@]}")
+read -r array merge < <("$SUBMIT" --shards 4 --out "$tmp/b" --no-report --sbatch --time=10 -- sweep "${SLOW[@]}")
 f=$tmp/b/shards/sweep-1-of-4.csv
 caught=0
 for ((i = 0; i < 1200; i++)); do # up to 120 s: cancel as soon as the first row is written
@@ -173,7 +176,7 @@ kept=$(rows "$f")
 [ "$kept" -ge 1 ] && [ "$kept" -lt 3 ] || fail "the cancelled shard holds $kept rows"
 cp "$f" "$tmp/before.csv"
 ok "task ${array}_1 cancelled with $kept of 3 rows written; merge job $merge did not run ($(job_states "$merge"))"
-read -r array merge < <("$SUBMIT" --resume --shards 4 --out "$tmp/b" --no-report --sbatch --time=10 -- sweep "${SWEEP[@]}" 2>"$tmp/resubmit.log")
+read -r array merge < <("$SUBMIT" --resume --shards 4 --out "$tmp/b" --no-report --sbatch --time=10 -- sweep "${SLOW[@]}" 2>"$tmp/resubmit.log")
 cat "$tmp/resubmit.log"
 grep -q "shards 1 of 4" "$tmp/resubmit.log" || fail "--resume did not resubmit shard 1 alone"
 wait_job "$array" 180
