@@ -23,31 +23,15 @@ lm_status lm_ssm_mamba1_check_f32(const lm_ssm_mamba1_f32 *p, lm_error *err)
     if (p->x == NULL || p->delta_raw == NULL || p->a == NULL || p->b == NULL || p->c == NULL ||
         p->y == NULL)
         return lm_fail(err, LM_ERR_SHAPE, "x, delta_raw, a, b, c and y must be given");
-    /* One branch-free vector pass first (a decode step calls this for every token, over
-     * as many floats as the step's state): the largest entry (maxps) must be <= 0, and
-     * sum a * 0, NaN when any entry is NaN or infinite, must be 0. Only a bad A pays for
-     * the second pass that names the entry. */
+    /* One branch-free vector pass first: NaN fails both comparisons, +-inf and positive
+     * values fail one. Only a bad A pays for the second pass that names the entry. (A
+     * decoder checks A once: lm_ssm_mamba1_decode_checked_f32.) */
     const size_t count = p->channels * p->state;
-    /* four quarters in one loop: four independent vector chains of each reduction */
-    const float *a = p->a;
-    const size_t q = count / 4;
-    float h0 = -FLT_MAX, h1 = -FLT_MAX, h2 = -FLT_MAX, h3 = -FLT_MAX;
-    float p0 = 0.0f, p1 = 0.0f, p2 = 0.0f, p3 = 0.0f;
-#pragma omp simd reduction(max : h0, h1, h2, h3) reduction(+ : p0, p1, p2, p3)
-    for (size_t j = 0; j < q; j++) {
-        const float v0 = a[j], v1 = a[q + j], v2 = a[2 * q + j], v3 = a[3 * q + j];
-        h0 = v0 > h0 ? v0 : h0, h1 = v1 > h1 ? v1 : h1;
-        h2 = v2 > h2 ? v2 : h2, h3 = v3 > h3 ? v3 : h3;
-        p0 += v0 * 0.0f, p1 += v1 * 0.0f, p2 += v2 * 0.0f, p3 += v3 * 0.0f;
-    }
-    size_t i = 4 * q;
-    for (; i < count; i++) {
-        h0 = a[i] > h0 ? a[i] : h0;
-        p0 += a[i] * 0.0f;
-    }
-    const bool all_ok = h0 <= 0.0f && h1 <= 0.0f && h2 <= 0.0f && h3 <= 0.0f &&
-                        p0 + p1 + p2 + p3 == 0.0f;
-    for (i = 0; !all_ok && i < count; i++) {
+    int all_ok = 1;
+#pragma omp simd reduction(&: all_ok)
+    for (size_t i = 0; i < count; i++)
+        all_ok &= (p->a[i] <= 0.0f) & (p->a[i] >= -FLT_MAX);
+    for (size_t i = 0; !all_ok && i < count; i++) {
         if (!isfinite(p->a[i]))
             return lm_fail(err, LM_ERR_NONFINITE, "a must contain only finite values "
                            "(a[%zu,%zu])", i / p->state, i % p->state);
