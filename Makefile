@@ -85,6 +85,7 @@ endif
 # Per-ISA flags: only the file of that ISA gets them (the file #errors without them).
 FLAGS_avx2     := -mavx2 -mfma -mf16c -ffp-contract=fast
 FLAGS_avx512   := -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c -ffp-contract=fast
+FLAGS_avx512bf16 := $(FLAGS_avx512) -mavx512bf16
 FLAGS_avx512vnni := $(FLAGS_avx512) -mavx512vnni
 FLAGS_neon     := -ffp-contract=fast
 
@@ -93,7 +94,7 @@ KERNEL_SRC_ALL := $(wildcard kernels/*/*.c)
 # A file's ISA is its name up to the first '_' (make's filter takes only one %, so
 # kernels/%/avx2_%.c would match nothing): avx2.c and avx2_decode.c are both avx2 files.
 file_isa       = $(firstword $(subst _, ,$(basename $(notdir $(1)))))
-X86_SRC        := $(foreach f,$(KERNEL_SRC_ALL),$(if $(filter avx2 avx512 avx512vnni,$(call file_isa,$(f))),$(f)))
+X86_SRC        := $(foreach f,$(KERNEL_SRC_ALL),$(if $(filter avx2 avx512 avx512bf16 avx512vnni,$(call file_isa,$(f))),$(f)))
 NEON_SRC       := $(foreach f,$(KERNEL_SRC_ALL),$(if $(filter neon,$(call file_isa,$(f))),$(f)))
 BASE_SRC       := $(filter-out $(X86_SRC) $(NEON_SRC),$(KERNEL_SRC_ALL))
 ifeq ($(ARCH),aarch64)

@@ -33,6 +33,9 @@ typedef struct lm_bench_config {
     long d_inner, d_state;
     long batch;
     uint64_t seed;
+    /* Mamba-1 discretization (LM_BENCH_USES_DISC): "zoh", exact zero-order hold, or
+     * "euler", the delta * B input of Mamba's own kernel and ggml; "" for other cases. */
+    char disc[8];
 } lm_bench_config;
 
 /* Which configuration fields a case reads (the others are set to 0 in its rows). */
@@ -43,6 +46,7 @@ enum {
     LM_BENCH_USES_HEADS = 1u << 3, /* heads, kv_heads, head_dim */
     LM_BENCH_USES_SSM = 1u << 4,   /* d_inner, d_state */
     LM_BENCH_USES_BATCH = 1u << 5,
+    LM_BENCH_USES_DISC = 1u << 6,  /* disc */
 };
 
 typedef struct lm_bench_case {

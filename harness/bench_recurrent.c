@@ -1,6 +1,7 @@
 /* Bench cases of the recurrent families: the Mamba-1 selective scan (prefill of n_ctx
- * tokens), its one-token decode step (state updated in place), and the causal depthwise
- * convolution. Defaults are the M8 geometry: d_inner 8,192, d_state 16 (pass
+ * tokens), its one-token decode step (state updated in place), both in either
+ * discretization (config disc: "zoh", the exact zero-order hold, or "euler", delta * B),
+ * and the causal depthwise convolution. Defaults are the M8 geometry: d_inner 8,192, d_state 16 (pass
  * --d-state 128 for the Mamba-2-like state), conv width 4. Inputs follow the usual
  * initialisation: A[d, n] = -(n + 1) (S4D-real), delta bias in [-4, -2) (steps of about
  * 0.02 to 0.13 after softplus), skip 1. The check recomputes the recurrence in float64. */
@@ -38,6 +39,9 @@ static lm_status mamba_setup_common(const lm_bench_config *cfg, bool decode, voi
     if (cfg->d_inner < 1 || cfg->d_state < 1 || cfg->batch < 1 || (!decode && cfg->n_ctx < 1))
         return lm_fail(err, LM_ERR_SHAPE, "mamba1 needs positive d_inner, d_state, batch and "
                                           "n_ctx");
+    const bool exact_zoh = cfg->disc[0] == '\0' || strcmp(cfg->disc, "zoh") == 0;
+    if (!exact_zoh && strcmp(cfg->disc, "euler") != 0)
+        return lm_fail(err, LM_ERR_ARG, "mamba1 disc must be zoh or euler, got '%s'", cfg->disc);
     mamba_state *s = calloc(1, sizeof *s);
     if (s == NULL)
         return lm_fail(err, LM_ERR_NOMEM, "out of memory");
@@ -75,7 +79,15 @@ static lm_status mamba_setup_common(const lm_bench_config *cfg, bool decode, voi
                                .x = s->x, .delta_raw = s->delta_raw,
                                .delta_bias = s->delta_bias, .a = s->a, .b = s->b, .c = s->c,
                                .skip = s->skip, .z = s->z, .h0 = decode ? s->h : NULL,
-                               .y = s->y, .h_final = decode ? s->h : NULL, .exact_zoh = true};
+                               .y = s->y, .h_final = decode ? s->h : NULL,
+                               .exact_zoh = exact_zoh};
+    if (decode) { /* a decoder checks its A once, not at every token (ssm.h, a_checked) */
+        lm_status st = lm_ssm_mamba1_check_f32(&s->p, err);
+        if (st != LM_OK) {
+            mamba_teardown(s);
+            return st;
+        }
+    }
     *state = s;
     return LM_OK;
 }
@@ -93,8 +105,8 @@ static lm_status step_setup(const lm_bench_config *c, void **state, lm_error *er
 static lm_status mamba_run(void *state, const lm_ops *ops, lm_error *err)
 {
     mamba_state *s = state;
-    if (s->decode)
-        return lm_ssm_mamba1_decode_f32(&s->p, ops, err);
+    if (s->decode) /* A was checked at setup */
+        return lm_ssm_mamba1_decode_checked_f32(&s->p, ops, err);
     return lm_ssm_mamba1_scan_f32(&s->p, ops, err);
 }
 
@@ -122,7 +134,7 @@ static void mamba_channel_f64(const lm_ssm_mamba1_f32 *p, size_t b, size_t d, do
     lm_ssm_mamba1_f64 one = {.batch = 1, .length = L, .channels = 1, .state = n, .x = x,
                              .delta_raw = dr, .delta_bias = &bias, .a = a, .b = bb, .c = cc,
                              .skip = &skip, .z = z, .h0 = h, .y = yy, .h_final = NULL,
-                             .exact_zoh = true};
+                             .exact_zoh = p->exact_zoh};
     const bool ok = lm_ssm_mamba1_scan_f64_ref(&one, NULL) == LM_OK;
     for (size_t t = 0; t < L; t++)
         y_exact[t] = ok ? yy[t] : (double)NAN;
@@ -187,12 +199,12 @@ static void step_cost(const lm_bench_config *c, double *flops, double *bytes)
 
 const lm_bench_case lm_bench_mamba1_scan = {
     .name = "mamba1_scan",
-    .summary = "Mamba-1 selective scan (exact ZOH, gate, skip) over n_ctx tokens",
+    .summary = "Mamba-1 selective scan (gate, skip; --disc zoh|euler) over n_ctx tokens",
     .role = "prefill_scan",
     .dtypes = "f32",
-    .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_SSM | LM_BENCH_USES_BATCH,
+    .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_SSM | LM_BENCH_USES_BATCH | LM_BENCH_USES_DISC,
     .defaults = {.dtype = "f32", .bits = 32, .n_ctx = 1024, .d_inner = 8192, .d_state = 16,
-                 .batch = 1},
+                 .batch = 1, .disc = "zoh"},
     .setup = scan_setup,
     .run = mamba_run,
     .check = mamba_check,
@@ -202,11 +214,13 @@ const lm_bench_case lm_bench_mamba1_scan = {
 
 const lm_bench_case lm_bench_mamba1_step = {
     .name = "mamba1_step",
-    .summary = "Mamba-1 decode step: one token, the {d_inner, d_state} state in place",
+    .summary = "Mamba-1 decode step: one token, the {d_inner, d_state} state in place "
+               "(--disc zoh|euler)",
     .role = "decode_ssm",
     .dtypes = "f32",
-    .uses = LM_BENCH_USES_SSM | LM_BENCH_USES_BATCH,
-    .defaults = {.dtype = "f32", .bits = 32, .d_inner = 8192, .d_state = 16, .batch = 1},
+    .uses = LM_BENCH_USES_SSM | LM_BENCH_USES_BATCH | LM_BENCH_USES_DISC,
+    .defaults = {.dtype = "f32", .bits = 32, .d_inner = 8192, .d_state = 16, .batch = 1,
+                 .disc = "zoh"},
     .setup = step_setup,
     .run = mamba_run,
     .check = mamba_check,

@@ -40,7 +40,7 @@ static const char *const limit_kernels[] = {"peak_fma", "stream_triad", "peak_do
  * the ISA path its sweeps ran). */
 static const char *const config_columns[] = {"dtype",  "bits",     "n_ctx",    "chunk",
                                              "heads",  "kv_heads", "head_dim", "d_inner",
-                                             "d_state", "batch"};
+                                             "d_state", "batch", "disc"};
 enum { CONFIG_COLUMNS = sizeof config_columns / sizeof config_columns[0] };
 
 static void usage(FILE *out)

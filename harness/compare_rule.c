@@ -376,7 +376,8 @@ static lm_status join(const side *b, const side *n, const lm_compare_options *o,
     if (common == 0)
         return lm_fail(err, LM_ERR_SCHEMA,
                        "no configuration of %s is in %s (the key is kernel, isa, threads, dtype, "
-                       "bits, n_ctx, chunk, heads, kv_heads, head_dim, d_inner, d_state, batch): "
+                       "bits, n_ctx, chunk, heads, kv_heads, head_dim, d_inner, d_state, batch, "
+                       "disc): "
                        "were they sweeps of different grids?",
                        n->name, b->name);
     for (size_t i = 0; i < res->count; i++)

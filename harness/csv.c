@@ -15,11 +15,11 @@ const char *const lm_results_columns[LM_RESULTS_COLUMNS] = {
     "checksum", "status",
     /* longmix extras: */
     "flops", "bytes", "err_max", "note", "compiler", "cores", "llc_bytes", LM_RESULTS_REP_TIMES,
-    LM_RESULTS_REP_CPU};
+    LM_RESULTS_REP_CPU, "disc"};
 
 const char *const lm_results_key_columns[LM_RESULTS_KEY_COLUMNS] = {
     "kernel", "isa", "threads", "dtype", "bits", "n_ctx", "chunk",
-    "heads", "kv_heads", "head_dim", "d_inner", "d_state", "batch"};
+    "heads", "kv_heads", "head_dim", "d_inner", "d_state", "batch", "disc"};
 
 static char *copy_text(const char *s)
 {
@@ -96,6 +96,31 @@ lm_status lm_csv_append(lm_csv *csv, const char *const *cells, lm_error *err)
         }
     csv->line[csv->rows] = 0;
     csv->cells[csv->rows++] = row;
+    return LM_OK;
+}
+
+lm_status lm_csv_add_column(lm_csv *csv, const char *name, lm_error *err)
+{
+    char **header = realloc(csv->header, (csv->columns + 1) * sizeof *header);
+    if (header == NULL)
+        return lm_fail(err, LM_ERR_NOMEM, "out of memory for a CSV column");
+    csv->header = header;
+    if ((header[csv->columns] = copy_text(name)) == NULL)
+        return lm_fail(err, LM_ERR_NOMEM, "out of memory for a CSV column");
+    for (size_t r = 0; r < csv->rows; r++) {
+        char **row = realloc(csv->cells[r], (csv->columns + 1) * sizeof *row);
+        char *cell = row != NULL ? copy_text("") : NULL;
+        if (row != NULL)
+            csv->cells[r] = row;
+        if (cell == NULL) { /* the rows before r hold the new cell: drop them again */
+            for (size_t q = 0; q < r; q++)
+                free(csv->cells[q][csv->columns]);
+            free(header[csv->columns]);
+            return lm_fail(err, LM_ERR_NOMEM, "out of memory for a CSV column");
+        }
+        row[csv->columns] = cell;
+    }
+    csv->columns++;
     return LM_OK;
 }
 
@@ -353,6 +378,7 @@ static const lm_column_rule results_rules[] = {
     {"llc_bytes", LM_CELL_INT, true, 0, SIZE_LIMIT},
     {LM_RESULTS_REP_TIMES, LM_CELL_TIMES, false, 0, HUGE_VAL},
     {LM_RESULTS_REP_CPU, LM_CELL_TIMES, false, 0, HUGE_VAL},
+    {"disc", LM_CELL_WORD, false, 0, 0}, /* zoh / euler on Mamba-1 rows, else empty */
 };
 _Static_assert(sizeof results_rules / sizeof results_rules[0] == LM_RESULTS_COLUMNS,
                "every results column has a rule");
@@ -495,6 +521,8 @@ lm_status lm_results_validate(const lm_csv *csv, const char *name, lm_error *err
 /* ---- typed rows ----------------------------------------------------------------- */
 
 enum { NUMBER_TEXT = 40, REP_TEXT = LM_RESULTS_MAX_REP_TIMES * 24 };
+/* rep_times_s, then rep_cpu_s, then disc: the last three columns */
+enum { REP_TIMES_AT = LM_RESULTS_COLUMNS - 3 };
 
 static void fmt_double(char *out, double v)
 {
@@ -562,12 +590,13 @@ static void row_cells(const lm_machine_meta *meta, const lm_result_row *row,
     META(compiler);
     LONG(meta ? meta->cores : 0);
     LONG(meta ? meta->llc_bytes_total : 0);
+    TEXT(NULL); /* rep_times_s (column REP_TIMES_AT) */
+    TEXT(NULL); /* rep_cpu_s */
+    TEXT(row->disc);
 #undef TEXT
 #undef META
 #undef LONG
 #undef REAL
-    cells[i++] = ""; /* rep_times_s */
-    cells[i++] = ""; /* rep_cpu_s */
     (void)i;
 }
 
@@ -583,8 +612,8 @@ lm_status lm_result_append(lm_csv *csv, const lm_machine_meta *meta, const lm_re
     row_cells(meta, row, numbers, cells);
     fmt_rep_times(rep_times, sizeof rep_times, row->rep_times, row->rep_count);
     fmt_rep_times(rep_cpu, sizeof rep_cpu, row->rep_cpu_times, row->rep_count);
-    cells[LM_RESULTS_COLUMNS - 2] = rep_times;
-    cells[LM_RESULTS_COLUMNS - 1] = rep_cpu;
+    cells[REP_TIMES_AT] = rep_times;
+    cells[REP_TIMES_AT + 1] = rep_cpu;
     return lm_csv_append(csv, cells, err);
 }
 

@@ -13,18 +13,20 @@
 
 /* The Results CSV columns of DESIGN.md, in order (LM_RESULTS_REQUIRED of them), then
  * longmix's extra columns (flops and bytes of one run, the error against the float64
- * reference, a note, machine facts from `longmix info`, and the repetition times that
+ * reference, a note, machine facts from `longmix info`, the repetition times that
  * `longmix compare` tests: wall and process CPU seconds per run, each list separated by
- * ';', in the order measured). */
+ * ';', in the order measured, and last the Mamba-1 discretization: disc, "zoh" or "euler"
+ * on mamba1_scan / mamba1_step rows, empty on the others). */
 #define LM_RESULTS_REQUIRED 28
-#define LM_RESULTS_COLUMNS 37
-#define LM_RESULTS_REP_TIMES "rep_times_s" /* the names of those last two columns */
+#define LM_RESULTS_COLUMNS 38
+#define LM_RESULTS_REP_TIMES "rep_times_s" /* the names of the two repetition columns */
 #define LM_RESULTS_REP_CPU "rep_cpu_s"
 #define LM_RESULTS_MAX_REP_TIMES 256       /* the most lm_result_append writes */
 extern const char *const lm_results_columns[LM_RESULTS_COLUMNS];
 
-/* The configuration columns that identify a measurement (the key of --resume and merge). */
-#define LM_RESULTS_KEY_COLUMNS 13
+/* The configuration columns that identify a measurement (the key of --resume and merge);
+ * disc is one of them, so a zoh row and an euler row are two configurations. */
+#define LM_RESULTS_KEY_COLUMNS 14
 extern const char *const lm_results_key_columns[LM_RESULTS_KEY_COLUMNS];
 
 /* An in-memory CSV: a header and rows of strings (each cell malloc'd). */
@@ -44,6 +46,9 @@ void lm_csv_free(lm_csv *csv);
 
 /* Appends a row of `columns` cells (copied; NULL is written as empty). */
 lm_status lm_csv_append(lm_csv *csv, const char *const *cells, lm_error *err);
+
+/* Appends a column `name` after the last one, every row's cell empty. */
+lm_status lm_csv_add_column(lm_csv *csv, const char *name, lm_error *err);
 
 /* Removes row r (later rows move up). */
 void lm_csv_remove_row(lm_csv *csv, size_t r);
@@ -113,6 +118,7 @@ lm_status lm_results_validate(const lm_csv *csv, const char *name, lm_error *err
 /* One measured configuration, typed; lm_result_append formats it into a results table. */
 typedef struct lm_result_row {
     const char *kernel, *isa, *dtype, *status, *note;
+    const char *disc; /* "zoh", "euler" or NULL (written empty) */
     int threads, bits, reps;
     long n_ctx, chunk, heads, kv_heads, head_dim, d_inner, d_state, batch;
     lm_summary time;                 /* seconds per run */

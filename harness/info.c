@@ -31,7 +31,10 @@ static void info_usage(FILE *out)
             "CPU model, ISA paths available and chosen (and why), hwloc topology, OpenMP\n"
             "threads with each thread's cpuset read back through hwloc, compiler, flags and\n"
             "git revision. --threads sets the team whose binding is read (default: OpenMP's).\n"
-            "LONGMIX_ISA=scalar|avx2|avx512|neon forces a path; OMP_PLACES/OMP_PROC_BIND bind.\n");
+            "The chain is where the active path's slots fall back: avx512bf16 derives from\n"
+            "avx512vnni (every CPU with AVX512-BF16 has VNNI), which derives from avx512.\n"
+            "LONGMIX_ISA=scalar|avx2|avx512|avx512vnni|avx512bf16|neon forces a path;\n"
+            "OMP_PLACES/OMP_PROC_BIND bind.\n");
 }
 
 static void human_bytes(uint64_t bytes, char *out, size_t size)
@@ -55,6 +58,13 @@ static void print_text(const lm_machine_meta *m, const lm_topology *t, const lm_
     human_bytes(t->total_memory_bytes, mem, sizeof mem);
     printf("cpu        %s\n", m->cpu_model);
     printf("isa        %s: %s\n", lm_isa_name(m->isa_active), m->isa_why);
+    printf("chain     ");
+    for (lm_isa isa = m->isa_active;; isa = lm_isa_parent(isa)) { /* where a slot falls back */
+        printf(" %s%s", lm_isa_name(isa), lm_isa_parent(isa) == isa ? "" : " ->");
+        if (lm_isa_parent(isa) == isa)
+            break;
+    }
+    printf(" (a path without its own kernel for a slot runs its parent's)\n");
     printf("available ");
     for (int i = 0; i < LM_ISA_COUNT; i++)
         if (lm_isa_available((lm_isa)i))
@@ -87,6 +97,12 @@ static json_t *to_json(const lm_machine_meta *m, const lm_topology *t, const lm_
     for (int i = 0; i < LM_ISA_COUNT; i++)
         if (lm_isa_available((lm_isa)i))
             json_array_append_new(available, json_string(lm_isa_name((lm_isa)i)));
+    json_t *chain = json_array();
+    for (lm_isa isa = m->isa_active;; isa = lm_isa_parent(isa)) {
+        json_array_append_new(chain, json_string(lm_isa_name(isa)));
+        if (lm_isa_parent(isa) == isa)
+            break;
+    }
     json_t *numa = json_array();
     for (int i = 0; i < t->numa_nodes && i < LM_TOPO_MAX_NUMA; i++)
         json_array_append_new(numa, json_integer((json_int_t)t->numa_memory_bytes[i]));
@@ -105,10 +121,11 @@ static json_t *to_json(const lm_machine_meta *m, const lm_topology *t, const lm_
     json_t *openmp = json_pack("{s:i, s:i, s:s, s:s, s:o}", "max_threads", b->max_threads,
                                "num_places", b->num_places, "proc_bind", b->proc_bind,
                                "omp_places", b->places_env, "threads", threads);
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:{s:s, s:s, s:o}, s:o, s:o, s:s, s:s}",
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:{s:s, s:s, s:o, s:o}, s:o, s:o, s:s, s:s}",
                      "run_id", m->run_id, "timestamp", m->timestamp, "git_rev", m->git_rev,
                      "host", m->host, "cpu_model", m->cpu_model, "isa", "active",
-                     lm_isa_name(m->isa_active), "why", m->isa_why, "available", available,
+                     lm_isa_name(m->isa_active), "why", m->isa_why, "chain", chain,
+                     "available", available,
                      "topology", topology, "openmp", openmp, "compiler", m->compiler, "cflags",
                      m->cflags);
 }

@@ -310,9 +310,10 @@ static size_t paths_to_run(lm_isa paths[LM_ISA_COUNT])
 }
 
 /* The paths a case runs on: each of `paths` in order, where a derived path (avx512vnni)
- * that holds its parent's kernels for the case's word stands for its parent, and a path
- * already run is not run again. So the avx512vnni row is checked on the kvq_decode cases
- * (its own kernel) and every other case runs on avx512 as before. Returns how many. */
+ * that holds its parent's kernels for the case's word stands for its parent (up the chain),
+ * and a path already run is not run again. So the avx512vnni row is checked on the
+ * kvq_decode cases (its own kernel), the avx512bf16 row on the bf16 kernels, and every
+ * other case runs on avx512 as before. Returns how many. */
 static size_t paths_for_case(const lm_kcase *kcase, const lm_isa *paths, size_t count,
                              lm_isa *out)
 {
@@ -321,9 +322,9 @@ static size_t paths_for_case(const lm_kcase *kcase, const lm_isa *paths, size_t 
     size_t n = 0;
     for (size_t p = 0; p < count; p++) {
         lm_isa isa = paths[p];
-        if (lm_isa_derived(isa) && lm_ops_for(lm_isa_parent(isa)) != NULL &&
-            lm_ops_same_kernel(lm_ops_for(isa), lm_ops_for(lm_isa_parent(isa)), entry->name))
-            isa = lm_isa_parent(isa);
+        while (lm_isa_derived(isa) && lm_ops_for(lm_isa_parent(isa)) != NULL &&
+               lm_ops_same_kernel(lm_ops_for(isa), lm_ops_for(lm_isa_parent(isa)), entry->name))
+            isa = lm_isa_parent(isa); /* up the chain: avx512bf16 -> avx512vnni -> avx512 */
         bool seen = false;
         for (size_t i = 0; i < n; i++)
             seen |= out[i] == isa;

@@ -182,6 +182,26 @@ lm_status lm_results_resume(lm_csv *csv, const char *name, const lm_machine_meta
     return keep_first(csv, name, false, failed, done, &counts->duplicates, &counts->failed, err);
 }
 
+/* A table of a build before the disc column: disc appended, "zoh" on the Mamba-1 rows. */
+static lm_status add_disc_column(lm_csv *csv, lm_error *err)
+{
+    if (csv->columns == 0 || lm_csv_column(csv, "disc") >= 0)
+        return LM_OK;
+    lm_status s = lm_csv_add_column(csv, "disc", err);
+    const int kernel = lm_csv_column(csv, "kernel"), disc = (int)csv->columns - 1;
+    for (size_t r = 0; s == LM_OK && kernel >= 0 && r < csv->rows; r++) {
+        const char *k = csv->cells[r][kernel];
+        if (strcmp(k, "mamba1_scan") != 0 && strcmp(k, "mamba1_step") != 0)
+            continue;
+        char *zoh = strdup("zoh");
+        if (zoh == NULL)
+            return lm_fail(err, LM_ERR_NOMEM, "out of memory reading a results file");
+        free(csv->cells[r][disc]);
+        csv->cells[r][disc] = zoh;
+    }
+    return s;
+}
+
 lm_status lm_results_put(lm_csv *csv, const lm_key_set *failed, const lm_machine_meta *meta,
                          const lm_result_row *row, lm_error *err)
 {
@@ -232,15 +252,25 @@ static lm_status new_kernel_words(lm_csv *csv, const char *path, lm_error *err)
     return LM_OK;
 }
 
+/* A table just read brought to this build's layout: old kernel words renamed, the disc
+ * column added; frees the table on failure. */
+static lm_status current_layout(lm_csv *csv, const char *path, lm_error *err)
+{
+    lm_status s = new_kernel_words(csv, path, err);
+    if (s == LM_OK && (s = add_disc_column(csv, err)) != LM_OK)
+        lm_csv_free(csv);
+    return s;
+}
+
 lm_status lm_results_read(lm_csv *csv, const char *path, lm_error *err)
 {
     lm_status s = lm_csv_read(csv, path, err);
-    return s == LM_OK ? new_kernel_words(csv, path, err) : s;
+    return s == LM_OK ? current_layout(csv, path, err) : s;
 }
 
 lm_status lm_results_parse(lm_csv *csv, const char *text, size_t length, const char *path,
                            lm_error *err)
 {
     lm_status s = lm_csv_parse(csv, text, length, path, err);
-    return s == LM_OK ? new_kernel_words(csv, path, err) : s;
+    return s == LM_OK ? current_layout(csv, path, err) : s;
 }

@@ -9,8 +9,11 @@
 
 /* lm_csv_read, then every kernel cell that names a kernel by an old word (attn_decode_q,
  * affine_scan: results files written before the kernel list) rewritten to its word
- * (harness/registry.h), so rows of old and new files join. Every reader of results files
- * (resume, merge, compare, compare-machines) reads through it. */
+ * (harness/registry.h), and a table without a disc column (written before it existed)
+ * given one as its last column: "zoh" on its mamba1_scan and mamba1_step rows (those
+ * builds measured the exact ZOH only), empty on the others. So rows of old and new files
+ * join. Every reader of results files (resume, merge, compare, compare-machines) reads
+ * through it. */
 lm_status lm_results_read(lm_csv *csv, const char *path, lm_error *err);
 /* lm_results_read on a file's bytes text[0..length) (lm_csv_parse); `path` names it. */
 lm_status lm_results_parse(lm_csv *csv, const char *text, size_t length, const char *path,

@@ -1,8 +1,8 @@
 /* longmix roofline: peak FMA per ISA and thread count, STREAM triad bandwidth, to CSV.
  * The library half (lm_roofline_*) never prints; lm_cmd_roofline is the CLI. */
-#include "longmix.h"
 #include "roofline.h"
 
+#include "../kernels/core/peak.h"
 #include "cli.h"
 #include "csv.h"
 #include "opts.h"
@@ -95,6 +95,19 @@ lm_status lm_roofline_peak_dot_i8(int threads, int reps, double seconds, double 
     return LM_OK;
 }
 
+lm_status lm_roofline_peak_dot_bf16(int threads, int reps, double seconds, double *gflops,
+                                    lm_error *err)
+{
+    if (threads < 1 || reps < 1)
+        return lm_fail(err, LM_ERR_ARG, "threads and reps must be >= 1");
+    lm_peak_fn fn = lm_peak_dot_bf16();
+    if (fn == NULL)
+        return lm_fail(err, LM_ERR_UNSUPPORTED, "no bf16 dot-product instructions (AVX512-BF16) "
+                       "here");
+    peak_rate(fn, threads, reps, seconds, gflops);
+    return LM_OK;
+}
+
 lm_status lm_roofline_triad(int threads, size_t array_bytes, int reps, double *gbps,
                             lm_error *err)
 {
@@ -158,7 +171,10 @@ lm_status lm_roofline_quick(lm_isa isa, int threads, lm_roofline_limits *out, lm
 {
     out->isa = isa;
     out->threads = threads;
+    out->peak_bf16_gflops = 0.0;
     lm_status s = lm_roofline_peak(isa, threads, 3, 0.01, &out->peak_gflops, err);
+    if (s == LM_OK && isa == LM_ISA_AVX512BF16)
+        s = lm_roofline_peak_dot_bf16(threads, 3, 0.01, &out->peak_bf16_gflops, err);
     if (s != LM_OK)
         return s;
     size_t bytes = lm_roofline_default_array_bytes();
@@ -175,6 +191,15 @@ double lm_roofline_attainable(const lm_roofline_limits *limits, double flops, do
     return memory < limits->peak_gflops ? memory : limits->peak_gflops;
 }
 
+double lm_roofline_attainable_dtype(const lm_roofline_limits *limits, const char *dtype,
+                                    double flops, double bytes)
+{
+    lm_roofline_limits roof = *limits;
+    if (limits->peak_bf16_gflops > 0.0 && dtype != NULL && strcmp(dtype, "bf16") == 0)
+        roof.peak_gflops = limits->peak_bf16_gflops;
+    return lm_roofline_attainable(&roof, flops, bytes);
+}
+
 /* ---- CLI ------------------------------------------------------------------------- */
 
 static void roofline_usage(FILE *out)
@@ -186,10 +211,12 @@ static void roofline_usage(FILE *out)
             "STREAM-triad bandwidth (three float64 arrays of --size bytes each, default 4 x\n"
             "the last-level cache; best of --reps repetitions, the first excluded; validated),\n"
             "for each thread count (a team below 90 %% of threads x the 1-thread peak gets extra\n"
-            "repetitions for up to 1 s: a fresh thread can share a core for a while); with the\n"
+            "repetitions for up to 1 s: a fresh thread can share a core for a while); with an\n"
             "avx512 path on a CPU with AVX512-VNNI also the int8 dot-product rate (VPDPBUSD\n"
             "chains, GOP/s: 2 per u8 x s8 multiply-add), the compute roof of the quantized KV\n"
-            "decode. Rows go to the results CSV (kernel peak_fma / peak_dot_i8 / stream_triad).\n"
+            "decode, and with AVX512-BF16 the bf16 dot-product rate (VDPBF16PS chains, GFLOP/s:\n"
+            "2 per bf16 product), the roof of the bf16 prefill and chunked kernels. Rows go to\n"
+            "the results CSV (kernel peak_fma / peak_dot_i8 / peak_dot_bf16 / stream_triad).\n"
             "  --threads LIST  e.g. 1,2 or 1..8 (default: 1..cores)\n"
             "  --isa LIST      scalar,avx2,avx512,neon, all, active (default: all)\n"
             "  --size BYTES    per array; k/M suffixes (e.g. 256M)\n"
@@ -202,23 +229,49 @@ static int usage_error(const char *message)
     return LM_EXIT_USAGE;
 }
 
-/* The int8 dot-product row of one thread count (printed as a table row too); 0, or 1 when
- * the measurement failed (reported). */
-static int append_dot_i8(lm_csv *csv, const lm_machine_meta *meta, int threads, int reps,
-                         double gbps)
+/* The dot-product peaks reported beside the FMA peak of the avx512 paths: int8
+ * (AVX512-VNNI) and bf16 (AVX512-BF16). */
+typedef struct dot_peak {
+    const char *kernel, *dtype, *label, *note;
+    lm_isa isa; /* the path whose kernels use the instruction */
+    int bits;
+    lm_status (*measure)(int threads, int reps, double seconds, double *rate, lm_error *err);
+    lm_peak_fn (*available)(void);
+} dot_peak;
+
+static const dot_peak dot_peaks[] = {
+    {"peak_dot_i8", "int8", "int8 dot (VNNI), GOP/s",
+     "register-only VPDPBUSD chains (AVX512-VNNI), 2 ops per byte product, best of reps",
+     LM_ISA_AVX512, 8,
+     lm_roofline_peak_dot_i8, lm_peak_dot_i8},
+    {"peak_dot_bf16", "bf16", "bf16 dot (VDPBF16PS), GFLOP/s",
+     "register-only VDPBF16PS chains (AVX512-BF16), 2 flops per bf16 product, best of reps",
+     LM_ISA_AVX512BF16, 16, lm_roofline_peak_dot_bf16, lm_peak_dot_bf16},
+};
+
+/* True for avx512 and the paths derived from it. */
+static bool on_avx512(lm_isa isa)
+{
+    while (isa != LM_ISA_AVX512 && lm_isa_parent(isa) != isa)
+        isa = lm_isa_parent(isa);
+    return isa == LM_ISA_AVX512;
+}
+
+/* The row of one dot-product peak at one thread count (printed as a table row too); 0, or
+ * 1 when the measurement failed (reported). */
+static int append_dot(lm_csv *csv, const lm_machine_meta *meta, const dot_peak *dot,
+                      int threads, int reps, double gbps)
 {
     lm_error err;
-    double gops = 0.0;
-    lm_result_row p = {.kernel = "peak_dot_i8", .isa = lm_isa_name(LM_ISA_AVX512),
-                       .dtype = "int8", .threads = threads, .reps = reps, .bits = 8,
+    double rate = 0.0;
+    lm_result_row p = {.kernel = dot->kernel, .isa = lm_isa_name(dot->isa),
+                       .dtype = dot->dtype, .threads = threads, .reps = reps, .bits = dot->bits,
                        .batch = 1, .err_max = -1.0};
-    lm_status s = lm_roofline_peak_dot_i8(threads, reps, 0.02, &gops, &err);
-    p.gflops = gops;
+    lm_status s = dot->measure(threads, reps, 0.02, &rate, &err);
+    p.gflops = rate;
     p.status = s == LM_OK ? "ok" : "failed";
-    p.note = s == LM_OK ? "register-only VPDPBUSD chains (AVX512-VNNI), 2 ops per byte "
-                          "product, best of reps"
-                        : err.message;
-    p.flops = gops * 1e9 * 0.02;
+    p.note = s == LM_OK ? dot->note : err.message;
+    p.flops = rate * 1e9 * 0.02;
     p.time.median = p.time.min = p.time.p25 = p.time.p75 = 0.02;
     p.roofline_frac = 1.0;
     lm_result_append(csv, meta, &p, NULL);
@@ -226,8 +279,8 @@ static int append_dot_i8(lm_csv *csv, const lm_machine_meta *meta, int threads, 
         fprintf(stderr, "longmix roofline: %s\n", err.message);
         return 1;
     }
-    printf("| %d | %s int8 dot (VNNI), GOP/s | %.1f | %.2f | %.2f |\n", threads,
-           lm_isa_name(LM_ISA_AVX512), gops, gbps, gbps > 0 ? gops / gbps : 0.0);
+    printf("| %d | %s %s | %.1f | %.2f | %.2f |\n", threads, lm_isa_name(dot->isa),
+           dot->label, rate, gbps, gbps > 0 ? rate / gbps : 0.0);
     return 0;
 }
 
@@ -279,10 +332,9 @@ int lm_cmd_roofline(int argc, char **argv)
     size_t isa_count;
     if (lm_parse_isa_list("--isa", isa_text, isas, &isa_count, &err) != LM_OK)
         return usage_error(err.message);
-    bool dot_i8 = false; /* the int8 row goes with the avx512 path */
+    bool dots = false; /* the dot-product rows go with the avx512 paths */
     for (size_t k = 0; k < isa_count; k++)
-        dot_i8 |= isas[k] == LM_ISA_AVX512 && lm_isa_available(LM_ISA_AVX512);
-    dot_i8 = dot_i8 && lm_peak_dot_i8() != NULL;
+        dots |= lm_isa_available(isas[k]) && on_avx512(isas[k]);
     size_t array_bytes = lm_roofline_default_array_bytes();
     if (size_text != NULL) {
         long v[LM_LIST_MAX];
@@ -341,8 +393,10 @@ int lm_cmd_roofline(int argc, char **argv)
             printf("| %ld | %s | %.1f | %.2f | %.2f |\n", threads[t], lm_isa_name(isas[k]),
                    gflops, gbps, gbps > 0 ? gflops / gbps : 0.0);
         }
-        if (dot_i8 && append_dot_i8(&csv, &meta, (int)threads[t], reps, gbps) != 0)
-            failed = 1;
+        for (size_t k = 0; dots && k < sizeof dot_peaks / sizeof dot_peaks[0]; k++)
+            if (dot_peaks[k].available() != NULL &&
+                append_dot(&csv, &meta, &dot_peaks[k], (int)threads[t], reps, gbps) != 0)
+                failed = 1;
         if (lm_csv_write_atomic(&csv, out_path, &err) != LM_OK) {
             fprintf(stderr, "longmix roofline: %s\n", err.message);
             lm_csv_free(&csv);

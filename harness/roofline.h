@@ -18,6 +18,12 @@ lm_status lm_roofline_peak(lm_isa isa, int threads, int reps, double seconds, do
 lm_status lm_roofline_peak_dot_i8(int threads, int reps, double seconds, double *gops,
                                   lm_error *err);
 
+/* Peak bf16 dot-product rate in GFLOP/s (2 per bf16 product) on `threads` threads:
+ * register-only VDPBF16PS chains, timed as lm_roofline_peak. LM_ERR_UNSUPPORTED when the
+ * CPU or build has no AVX512-BF16. */
+lm_status lm_roofline_peak_dot_bf16(int threads, int reps, double seconds, double *gflops,
+                                    lm_error *err);
+
 /* STREAM triad a[i] = b[i] + s * c[i] over three float64 arrays of `array_bytes` each on
  * `threads` threads (first-touch initialised by the same threads): `reps` + 1
  * repetitions, the first excluded, best rate returned in GB/s (10^9 bytes, STREAM's
@@ -37,11 +43,18 @@ typedef struct lm_roofline_limits {
     int threads;
     double peak_gflops;
     double triad_gbps;
+    double peak_bf16_gflops; /* the bf16 dot-product peak on a path with bf16 dot-product
+                              * kernels (avx512bf16), else 0 */
 } lm_roofline_limits;
 
 lm_status lm_roofline_quick(lm_isa isa, int threads, lm_roofline_limits *out, lm_error *err);
 
 /* Attainable GFLOP/s for `flops` over `bytes` under the limits: min(peak, AI * bandwidth). */
 double lm_roofline_attainable(const lm_roofline_limits *limits, double flops, double bytes);
+
+/* The same for a row whose main operand is `dtype`: a bf16 row on a path with bf16 dot
+ * products (peak_bf16_gflops > 0) is held to that peak, every other row to the FMA peak. */
+double lm_roofline_attainable_dtype(const lm_roofline_limits *limits, const char *dtype,
+                                    double flops, double bytes);
 
 #endif

@@ -33,7 +33,8 @@ static void sweep_usage(FILE *out)
         "                     [--out results/FILE.csv] [--resume [--force]] [--shard K/N]\n"
         "                     [--preset decode-ctx|prefill-ctx|chunk-size|kv-bits|smoke]\n"
         "                     [--heads H] [--kv-heads H] [--head-dim D] [--d-inner D]\n"
-        "                     [--d-state N] [--batch B] [--seed S] [--oversubscribe]\n"
+        "                     [--d-state N] [--batch B] [--disc zoh|euler[,...]] [--seed S]\n"
+        "                     [--oversubscribe]\n"
         "                     [--no-roofline] [--interleave threads|all] [--list] [--dry-run]\n\n"
         "Runs every configuration (kernel x isa x threads x dtype x bits x chunk x ctx): one\n"
         "warm-up, then --reps timed repetitions (median, min, quartiles), the output checked\n"
@@ -43,6 +44,10 @@ static void sweep_usage(FILE *out)
         "LIST: 1,2,4 | 4k,16k | 256..16384 (doubling). Unset lists use each kernel's defaults.\n"
         "  --kernel     bench-registry names (--list shows them; default: all)\n"
         "  --isa        scalar,avx2,avx512,neon, all, active (default: active)\n"
+        "  --disc       the Mamba-1 discretization (mamba1_scan, mamba1_step): zoh, the exact\n"
+        "               zero-order hold Bbar = (exp(delta A) - 1) / A B (default), and/or euler,\n"
+        "               Bbar = delta B as in Mamba's own kernel and ggml (both keep\n"
+        "               Abar = exp(delta A)); the CSV's disc column says which\n"
         "  --threads    default 1; auto = 1 and the core count; cores; above the core\n"
         "               count needs --oversubscribe\n"
         "  --reps N     timed repetitions (default 5)\n"
@@ -67,7 +72,7 @@ enum { MAX_KERNELS = 64 };
 
 typedef struct sweep_options {
     const char *kernel_text, *ctx_text, *chunk_text, *bits_text, *threads_text, *isa_text;
-    const char *dtype_text, *out_path, *shard_text, *preset;
+    const char *dtype_text, *out_path, *shard_text, *preset, *disc_text;
     long heads, kv_heads, head_dim, d_inner, d_state, batch;
     long seed;
     int reps;
@@ -98,7 +103,7 @@ static int parse_options(int argc, char **argv, sweep_options *o)
                  {"--threads", &o->threads_text}, {"--isa", &o->isa_text},
                  {"--dtype", &o->dtype_text},   {"--out", &o->out_path},
                  {"--shard", &o->shard_text},   {"--preset", &o->preset},
-                 {"--interleave", &o->interleave}};
+                 {"--interleave", &o->interleave}, {"--disc", &o->disc_text}};
     long reps = 5;
     struct {
         const char *name;
@@ -241,6 +246,8 @@ typedef struct sweep_grid {
     size_t isa_count;
     char dtypes[LM_LIST_MAX][32];
     size_t dtype_count;
+    char discs[LM_LIST_MAX][32];
+    size_t disc_count;
 } sweep_grid;
 
 static int build_grid(sweep_options *o, sweep_grid *g, int cores)
@@ -293,6 +300,16 @@ static int build_grid(sweep_options *o, sweep_grid *g, int cores)
                             "(pass --oversubscribe to measure it anyway)\n", g->threads[t], cores);
             return LM_EXIT_USAGE;
         }
+    if (o->disc_text != NULL) {
+        if (lm_parse_word_list("--disc", o->disc_text, g->discs, &g->disc_count, &err) != LM_OK)
+            return fail_usage(err.message);
+        for (size_t d = 0; d < g->disc_count; d++)
+            if (strcmp(g->discs[d], "zoh") != 0 && strcmp(g->discs[d], "euler") != 0) {
+                fprintf(stderr, "longmix sweep: --disc takes zoh and/or euler, got '%s'\n",
+                        g->discs[d]);
+                return LM_EXIT_USAGE;
+            }
+    }
     if (o->dtype_text != NULL) {
         if (lm_parse_word_list("--dtype", o->dtype_text, g->dtypes, &g->dtype_count, &err) != LM_OK)
             return fail_usage(err.message);
@@ -336,6 +353,7 @@ static void key_fields(const lm_bench_case *c, const lm_bench_config *k, lm_resu
     row->d_inner = k->d_inner;
     row->d_state = k->d_state;
     row->batch = k->batch;
+    row->disc = k->disc;
 }
 
 /* The configuration key of the row this configuration writes (csv.h's one key builder);
@@ -384,6 +402,23 @@ static int dtype_bits(const char *dtype, int fallback)
 {
     const size_t start = strcspn(dtype, "0123456789");
     return dtype[start] != '\0' ? atoi(dtype + start) : fallback;
+}
+
+/* k once per --disc value for a case that reads it (its default disc otherwise), once
+ * with no disc for the others. */
+static int plan_add_discs(sweep_plan *p, const lm_bench_case *c, const sweep_grid *g,
+                          lm_bench_config *k)
+{
+    if (!(c->uses & LM_BENCH_USES_DISC)) {
+        k->disc[0] = '\0';
+        return plan_add(p, c, k);
+    }
+    for (size_t s = 0; s < g->disc_count; s++) {
+        snprintf(k->disc, sizeof k->disc, "%.7s", g->discs[s]);
+        if (plan_add(p, c, k) != 0)
+            return -1;
+    }
+    return g->disc_count > 0 ? 0 : plan_add(p, c, k);
 }
 
 static int build_plan(const sweep_options *o, const sweep_grid *g, sweep_plan *p)
@@ -437,7 +472,7 @@ static int build_plan(const sweep_options *o, const sweep_grid *g, sweep_plan *p
                                     k.bits = dtype_bits(k.dtype, base.bits);
                                 if (!(c->uses & LM_BENCH_USES_CHUNK))
                                     k.chunk = 0;
-                                if (plan_add(p, c, &k) != 0) {
+                                if (plan_add_discs(p, c, g, &k) != 0) {
                                     plan_free(p);
                                     return fail_usage("out of memory planning the sweep");
                                 }
@@ -484,7 +519,7 @@ static void fill_row(const lm_bench_case *c, const lm_bench_config *k, const lm_
     row->gflops = t > 0.0 ? r->flops / t * 1e-9 : 0.0;
     row->gbps = t > 0.0 ? r->bytes / t * 1e-9 : 0.0;
     if (limits != NULL) {
-        double attainable = lm_roofline_attainable(limits, r->flops, r->bytes);
+        double attainable = lm_roofline_attainable_dtype(limits, k->dtype, r->flops, r->bytes);
         row->roofline_frac = attainable > 0.0 ? row->gflops / attainable : 0.0;
     }
     row->status = r->status == LM_OK ? "ok" : r->status == LM_ERR_NUMERIC ? "wrong" : "error";
@@ -547,7 +582,7 @@ static bool same_but_threads(const lm_bench_config *a, const lm_bench_config *b)
            a->n_ctx == b->n_ctx && a->chunk == b->chunk && a->heads == b->heads &&
            a->kv_heads == b->kv_heads && a->head_dim == b->head_dim &&
            a->d_inner == b->d_inner && a->d_state == b->d_state && a->batch == b->batch &&
-           a->seed == b->seed;
+           a->seed == b->seed && strcmp(a->disc, b->disc) == 0;
 }
 
 /* The plan indices measured together with todo[j]: itself, and the later entries that

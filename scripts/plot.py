@@ -181,7 +181,8 @@ PREFILL_GROWING = {"attn_prefill"}
 PREFILL_OTHER = {"mamba1_scan", "linear_chunked", "ssd_chunked"}
 
 
-CONFIG = ("chunk", "heads", "kv_heads", "head_dim", "d_inner", "d_state", "batch", "bits")
+CONFIG = ("chunk", "heads", "kv_heads", "head_dim", "d_inner", "d_state", "batch", "bits",
+          "disc")
 
 
 def _context_sources(rows):

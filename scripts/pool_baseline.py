@@ -21,7 +21,7 @@ import sys
 
 KEPT = 64  # harness/bench.h LM_BENCH_KEPT_REPS
 KEY = ("kernel isa threads dtype bits n_ctx chunk heads kv_heads head_dim d_inner d_state "
-       "batch").split()
+       "batch disc").split()  # harness/csv.c lm_results_key_columns
 
 
 def quantile(values, q):
@@ -94,7 +94,7 @@ def main():
         except OSError as e:
             sys.exit(f"pool_baseline: {e}")
     header = list(tables[0][0].keys()) if tables[0] else []
-    keyed = [{tuple(r[k] for k in KEY): r for r in t} for t in tables]
+    keyed = [{tuple(r.get(k) or "" for k in KEY): r for r in t} for t in tables]
     for path, k in zip(args.runs, keyed):
         if k.keys() != keyed[0].keys():
             sys.exit(f"pool_baseline: {path} does not measure the configurations of {args.runs[0]}")

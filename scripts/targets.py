@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Verdict table of the speed targets of the attention-family and recurrent-family issues,
-from the CSVs scripts/targets.sh writes into DIR (longmix sweep rows: medians of timed
+and of issue 19 (each beside the limit measured in the same minutes), from the CSVs scripts/targets.sh writes into DIR (longmix sweep rows: medians of timed
 repetitions, roofline_frac against the same run's limits).
 
     scripts/targets.py DIR > DIR/targets.md
@@ -284,8 +284,10 @@ def recurrent(rows, t):
     t.family = "recurrent"
     t.lines += ["", "## Recurrent family", "", "| target | measured (median) | verdict |",
                 "|---|---|---|"]
-    m1 = one(rows, kernel="mamba1_scan", n_ctx=4096, d_inner=2048, d_state=16, threads=1)
-    m2 = one(rows, kernel="mamba1_scan", n_ctx=4096, d_inner=2048, d_state=16, threads=2)
+    m1 = one(rows, kernel="mamba1_scan", n_ctx=4096, d_inner=2048, d_state=16, threads=1,
+             disc="zoh")
+    m2 = one(rows, kernel="mamba1_scan", n_ctx=4096, d_inner=2048, d_state=16, threads=2,
+             disc="zoh")
     if m1 is None:
         t.add("Mamba-1 scan exact ZOH, 1 thread: <= 2.0 ns per element", "-", None)
     else:
@@ -326,12 +328,122 @@ def recurrent(rows, t):
           None if best is None else f(best, "roofline_frac") >= 0.7)
     for kernel, label in (("mamba1_step", "Mamba-1 decode step (D = 8192, N = 16)"),
                           ("ssd_step", "SSD decode step (32 x 64, N = 128)")):
-        for r in pick(rows, kernel=kernel):
+        for r in pick(rows, kernel=kernel, **({"disc": "zoh"} if kernel == "mamba1_step" else {})):
             cached = ("; above the DRAM triad: the state stays in the caches between steps"
                       if f(r, "roofline_frac") > 1 else "")
             t.info(f"{label}, {r['threads']} thread(s)",
                    f"{f(r, 'median_s') * 1e6:.1f} us per token, {f(r, 'gbps'):.1f} GB/s = "
                    f"{100 * f(r, 'roofline_frac'):.0f} % of triad{cached}")
+
+
+def peak_of(r):
+    """The peak (GFLOP/s) of the sweep that measured compute-bound row r: gflops over its
+    roofline_frac (the same run's peak for the row's dtype and thread count)."""
+    frac = f(r, "roofline_frac")
+    return f(r, "gflops") / frac if frac > 0 and f(r, "gflops") > 0 else None
+
+
+def scaling_target(t, name, r1, r2, want=1.85):
+    """2 threads >= want x 1 thread for a compute-bound row pair, beside the bound the same
+    run's roofline sets: its 2-thread peak over its 1-thread peak."""
+    if r1 is None or r2 is None:
+        t.add(f"{name}: 2 threads >= {want}x 1 thread", "-", None)
+        return
+    s = f(r1, "median_s") / f(r2, "median_s")
+    p1, p2 = peak_of(r1), peak_of(r2)
+    bound = (f" (the same run's peak: {p1:.0f} -> {p2:.0f} GFLOP/s = {p2 / p1:.2f}x)"
+             if p1 and p2 else "")
+    t.add(f"{name}: 2 threads >= {want}x 1 thread", f"{s:.2f}x{bound}", s >= want)
+
+
+def limits(rows, t):
+    """Issue 19's targets, each beside the limit of the same minutes: the decode against
+    the read-only stream measured interleaved with it (gemv_rowdot over n x 1024 floats),
+    compute-bound kernels against the same run's peak of their dtype, the Mamba-1 step
+    against the time the stream would take over its bytes."""
+    t.family = "limits"
+    t.lines += ["", "## Against the same minutes' limits (issue 19)", "",
+                "| target | measured (median) | verdict |", "|---|---|---|"]
+    for dtype in ("f32", "f16", "bf16"):
+        for n in (32768, 131072):
+            for th in (1, 2):
+                name = (f"decode {dtype}, n = {n}, {th} thread(s): >= 90 % of the read-only "
+                        "stream")
+                r = one(rows, "decode", kernel="attn_decode", dtype=dtype, n_ctx=n, threads=th)
+                g = one(rows, "decode", kernel="gemv_rowdot", n_ctx=n, d_inner=1024, threads=th)
+                if r is None or g is None or f(g, "gbps") <= 0:
+                    t.add(name, "-", None)
+                    continue
+                frac = f(r, "gbps") / f(g, "gbps")
+                half = " (the stream reads half the f32 cache's bytes)" if dtype == "f32" else ""
+                t.add(name, f"{ms(r)}, {f(r, 'gbps'):.1f} GB/s = {100 * frac:.0f} % of "
+                            f"{f(g, 'gbps'):.1f} GB/s{half}", frac >= 0.90)
+    p = {th: one(rows, "prefill", kernel="attn_prefill", dtype="f32", n_ctx=4096, threads=th)
+         for th in (1, 2)}
+    for th in (1, 2):
+        name = f"causal prefill n = 4096 f32, {th} thread(s): >= 65 % of peak FMA"
+        if p[th] is None:
+            t.add(name, "-", None)
+        else:
+            frac, note = fma_frac(rows, p[th])
+            t.add(name, f"{f(p[th], 'median_s'):.3g} s, {f(p[th], 'gflops'):.0f} GFLOP/s = "
+                        f"{100 * frac:.0f} %{note}", frac >= 0.65)
+    b = one(rows, "prefill", kernel="attn_prefill", dtype="bf16", n_ctx=4096, threads=2)
+    name = "causal prefill n = 4096 bf16: >= 1.7x the f32 prefill of the same run"
+    if b is None or p[2] is None:
+        t.add(name, "- (no bf16 prefill rows: this build has no bf16 causal prefill kernel)"
+              if b is None else "-", None)
+    else:
+        s = f(p[2], "median_s") / f(b, "median_s")
+        t.add(name, f"{ms(b)} vs f32 {ms(p[2])} = {s:.2f}x", s >= 1.7)
+    scaling_target(t, "causal prefill n = 4096 f32", p[1], p[2])
+    for kernel, label, where in (("ssd_chunked", "chunked SSD (32 x 64, N = 128, L = 4096)", {}),
+                                 ("delta_chunked", "chunked gated delta (32 x 128, L = 4096)", {}),
+                                 ("linear_chunked", "chunked linear attention (32 x 128, L = 8192)",
+                                  {"n_ctx": 8192})):
+        best = {}
+        for th in (1, 2):
+            cands = pick(rows, kernel=kernel, threads=th, **where)
+            best[th] = max(cands, key=lambda r: f(r, "gflops"), default=None)
+            name = f"{label}, {th} thread(s): >= 70 % of peak FMA (best chunk)"
+            if best[th] is None:
+                t.add(name, "-", None)
+                continue
+            frac, note = fma_frac(rows, best[th])
+            t.add(name, f"{f(best[th], 'gflops'):.0f} GFLOP/s = {100 * frac:.0f} % at chunk "
+                        f"{best[th]['chunk']}{note}", frac >= 0.70)
+        r1 = best[1]
+        r2 = (one(rows, kernel=kernel, threads=2, chunk=int(r1["chunk"]), **where)
+              if r1 is not None else None)
+        scaling_target(t, f"{label} at chunk {r1['chunk'] if r1 else '-'}", r1, r2)
+    for disc, want, label in (("euler", 0.8, "delta B"), ("zoh", 1.0, "exact ZOH")):
+        m = {th: one(rows, "mamba1", kernel="mamba1_scan", n_ctx=4096, d_inner=2048, d_state=16,
+                     threads=th, disc=disc) for th in (1, 2)}
+        name = f"Mamba-1 scan {label} (D 2048, N 16, L 4096), 1 thread: <= {want} ns per element"
+        if m[1] is None:
+            t.add(name, "-", None)
+        else:
+            ns = f(m[1], "median_s") / (4096 * 2048 * 16) * 1e9
+            frac, note = fma_frac(rows, m[1])
+            t.add(name, f"{ns:.2f} ns ({f(m[1], 'gflops'):.1f} GFLOP/s = {100 * frac:.0f} % of "
+                        f"peak FMA{note})", ns <= want)
+        scaling_target(t, f"Mamba-1 scan {label}", m[1], m[2])
+    g = one(rows, "steps", kernel="gemv_rowdot", threads=1)
+    for disc, label in (("euler", "delta B"), ("zoh", "exact ZOH")):
+        r = one(rows, "steps", kernel="mamba1_step", d_inner=8192, d_state=16, threads=1,
+                disc=disc)
+        name = f"Mamba-1 decode step {label} (D 8192, N 16), 1 thread: <= 100 us"
+        if r is None:
+            t.add(name, "-", None)
+            continue
+        us = f(r, "median_s") * 1e6
+        bound = ""
+        if g is not None and f(g, "gbps") > 0 and f(r, "bytes") > 0:
+            floor = f(r, "bytes") / (f(g, "gbps") * 1e9) * 1e6
+            bound = (f"; the read-only stream of the same minutes ({f(g, 'gbps'):.1f} GB/s, "
+                     f"gemv_rowdot over {f(g, 'bytes') / 2**20:.1f} MiB) takes {floor:.0f} us over "
+                     f"the step's {f(r, 'bytes') / 2**20:.1f} MiB")
+        t.add(name, f"{us:.1f} us, {f(r, 'gbps'):.1f} GB/s{bound}", us <= 100)
 
 
 NOISY = 0.20  # (p75 - min) / median above which a row's repetitions are called unsteady
@@ -363,6 +475,7 @@ def evaluate(rows):
     t = Table()
     attention(rows, t)
     recurrent(rows, t)
+    limits(rows, t)
     return t, noisy(rows, t)
 
 

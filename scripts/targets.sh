@@ -1,8 +1,9 @@
 #!/bin/sh
-# Measure every speed target of the attention-family and recurrent-family issues on this
-# machine, then write the verdict table. Each sweep measures its own same-run roofline
-# (roofline_frac); the ratio targets (quantized vs f16, chunked vs recurrent, 1 vs 2
-# threads) are taken from rows of one sweep invocation.
+# Measure every speed target of the attention-family and recurrent-family issues and of
+# issue 19 (each beside a limit of the same minutes) on this machine, then write the
+# verdict table. Each sweep measures its own same-run roofline (roofline_frac) and
+# interleaves the repetitions of all its configurations; the ratio targets (quantized vs
+# f16, decode vs the read-only stream, 1 vs 2 threads) are taken from rows of one sweep.
 #   scripts/targets.sh [OUTDIR] [--skip-long]
 # OUTDIR defaults to results/targets. --skip-long leaves out the n = 16,384 causal prefill
 # (about 80 s per repetition on one thread) that the sliding-window target divides by.
@@ -39,7 +40,7 @@ GQA="--heads 32 --kv-heads 8 --head-dim 128"
 # issue 4: attention family
 # with the decode, in the same minutes: a read-only stream of the f16 cache's bytes
 # (gemv_rowdot over n x 1024 floats), the bandwidth a read-only kernel can reach
-sweep decode --kernel attn_decode,gemv_rowdot --dtype f32,f16 --ctx 32768,131072 --d-inner 1024 \
+sweep decode --kernel attn_decode,gemv_rowdot --dtype f32,f16,bf16 --ctx 32768,131072 --d-inner 1024 \
     --threads 1,2 --reps 9 $GQA
 sweep decode_q --kernel attn_decode,kvq_decode \
     --dtype f16,int8,int4,kivi4,kivi2,kivi4g64,kivi2g64 \
@@ -53,7 +54,8 @@ sweep rolling --kernel window_decode --dtype f32 --ctx 1000000 --chunk 1024 --th
 sweep mla --kernel mla_decode_absorbed,mla_decode_cached,mla_decode_expanded --ctx 32768 --heads 128 --threads 2 \
     --reps 3
 # issue 5: recurrent family
-sweep mamba1 --kernel mamba1_scan --ctx 4096 --d-inner 2048 --d-state 16 --threads 1,2 --reps 9
+sweep mamba1 --kernel mamba1_scan --ctx 4096 --d-inner 2048 --d-state 16 --disc zoh,euler \
+    --threads 1,2 --reps 9
 sweep ssd --kernel ssd_chunked,ssd_recurrent --ctx 4096 --d-inner 2048 --d-state 128 \
     --chunk 32,64 --threads 1,2 --reps 5
 sweep linear --kernel linear_chunked --ctx 8192 --heads 32 --head-dim 128 \
@@ -62,7 +64,10 @@ sweep delta --kernel delta_chunked,delta_recurrent --ctx 4096 --heads 32 --head-
     --chunk 16,32,64 --threads 1,2 --reps 3
 sweep affine --kernel scan_affine --ctx 4194304 --d-inner 16 --chunk 4096,16384,65536 \
     --threads 1,2 --reps 9
-sweep steps --kernel mamba1_step --d-inner 8192 --d-state 16 --threads 1,2 --reps 9
+# with the Mamba-1 step, in the same minutes: a read-only stream of its bytes (gemv_rowdot
+# over 48 x 8192 floats = 1.5 MiB: the state read and written and A)
+sweep steps --kernel mamba1_step,gemv_rowdot --ctx 48 --d-inner 8192 --d-state 16 \
+    --disc zoh,euler --threads 1,2 --reps 51
 sweep steps --kernel ssd_step --d-inner 2048 --d-state 128 --threads 1,2 --reps 9
 "$PYTHON" scripts/targets.py "$out" >"$out/targets.md"
 echo "targets: verdicts in $out/targets.md" >&2

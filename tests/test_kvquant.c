@@ -168,7 +168,9 @@ Test(kvquant, decode_on_codes_matches_the_code_oracle_on_every_path)
                 cr_assert_eq(lm_kvq_decode(&f.cache, q, sh->heads, o, &ops, &err), LM_OK, "%s",
                              err.message);
                 /* the VNNI kernel rounds the block weights to 16 bits: its bound adds */
-                const bool vnni = slot == LM_ISA_AVX512VNNI && d % 16 == 0;
+                const lm_ops *vnni_ops = lm_ops_for(LM_ISA_AVX512VNNI);
+                const bool vnni = vnni_ops != NULL && ops.kvq_decode == vnni_ops->kvq_decode &&
+                                  d % 16 == 0; /* avx512vnni and the paths derived from it */
                 double max_abs, worst = violation(o, od, vnni ? wb : NULL, sh->heads * d, &max_abs);
                 cr_log_info("kvq decode %s isa=%s n=%zu H=%zu Hkv=%zu d=%zu max|err|=%.2e",
                             format_names[fmt], name, n, sh->heads, sh->kv_heads, d, max_abs);

@@ -269,6 +269,52 @@ Test(recurrent, mamba1_softplus_never_negative)
     }
 }
 
+/* The fast exponentials of every vector path (kernels/simd/fast_exp.h), probed through the
+ * decode step: with raw delta 100 (softplus exactly 100 in float), h0 = 1 and b = 0 the new
+ * state is Abar = exp(fl(100 a)) (Euler) or 1 + expm1(fl(100 a_s)) (exact ZOH); with h0 = 0,
+ * x = b = 1 the ZOH state is expm1(fl(100 a_s)) / a_s (the V_RCP path). a runs over
+ * [-0.873, 0], so the exponent covers [-87.3, 0], the range the kernel sees. Bounds
+ * (docs/kernels.md): exp 2 ulp; 1 + expm1 2^-22 absolute (what the state carries); the
+ * ZOH input factor 6 ulp (expm1 2, 1 / a 2, two products). */
+Test(recurrent, mamba1_fast_exp_within_bound_on_every_path)
+{
+    enum { D = 64, N = 16, COUNT = D * N };
+    static float a[COUNT], h[COUNT], b0[N], b1[N], c[N], x0[D], x1[D], dr[D], y[D];
+    for (int i = 0; i < COUNT; i++) /* 0, then spread down to -0.873 */
+        a[i] = i == 0 ? 0.0f : -0.873f * (float)i / (float)(COUNT - 1);
+    for (int n = 0; n < N; n++)
+        b0[n] = 0.0f, b1[n] = 1.0f, c[n] = 1.0f;
+    for (int d = 0; d < D; d++)
+        x0[d] = 0.0f, x1[d] = 1.0f, dr[d] = 100.0f;
+    for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
+        if (!lm_isa_available((lm_isa)isa))
+            continue;
+        const lm_ops *k = lm_ops_for((lm_isa)isa);
+        for (int form = 0; form < 3; form++) { /* Euler Abar, ZOH Abar, ZOH input factor */
+            const bool exact = form > 0;
+            for (int i = 0; i < COUNT; i++)
+                h[i] = form < 2 ? 1.0f : 0.0f;
+            lm_ssm_mamba1_f32 p = {1, 1, D, N, form < 2 ? x0 : x1, dr, NULL, a,
+                                   form < 2 ? b0 : b1, c, NULL, NULL, h, y, h, exact};
+            cr_assert_eq(lm_ssm_mamba1_decode_f32(&p, k, NULL), LM_OK);
+            for (int i = 0; i < COUNT; i++) {
+                const float as = fminf(a[i], -1e-30f), arg = 100.0f * (exact ? as : a[i]);
+                double want, bound;
+                if (form == 0)
+                    want = exp((double)arg), bound = 2.0 * ldexp(1.0, ilogb(want) - 23);
+                else if (form == 1)
+                    want = exp((double)arg), bound = ldexp(1.0, -22);
+                else
+                    want = expm1((double)arg) / (double)as,
+                    bound = 6.0 * ldexp(1.0, ilogb(want) - 23);
+                cr_assert_leq(fabs((double)h[i] - want), bound,
+                              "isa %s form %d a = %a: %a against %a", lm_isa_name((lm_isa)isa),
+                              form, (double)a[i], (double)h[i], want);
+            }
+        }
+    }
+}
+
 /* ---- causal depthwise conv with tail state -------------------------------------------- */
 
 Test(recurrent, conv_every_path_matches_oracle_and_splits)

@@ -43,6 +43,7 @@ static const bool derived[LM_ISA_COUNT] = {LM_ISA_PATHS(LM_ISA_DERIVED)};
 #define LM_SLOT_avx2(name, kernel, signature, family, paths) LM_SLOT(avx2, name, paths)
 #define LM_SLOT_avx512(name, kernel, signature, family, paths) LM_SLOT(avx512, name, paths)
 #define LM_SLOT_avx512vnni(name, kernel, signature, family, paths) LM_SLOT(avx512vnni, name, paths)
+#define LM_SLOT_avx512bf16(name, kernel, signature, family, paths) LM_SLOT(avx512bf16, name, paths)
 #define LM_SLOT_neon(name, kernel, signature, family, paths) LM_SLOT(neon, name, paths)
 #define LM_ROW(ISA, path) [LM_ISA_##ISA] = {.isa = LM_ISA_##ISA, LM_KERNELS(LM_SLOT_##path)},
 
@@ -52,6 +53,7 @@ static const lm_ops compiled[LM_ISA_COUNT] = {
     LM_ROW(AVX2, avx2)
     LM_ROW(AVX512, avx512)
     LM_ROW(AVX512VNNI, avx512vnni)
+    LM_ROW(AVX512BF16, avx512bf16)
 #endif
 #if LM_BUILD_NEON
     LM_ROW(NEON, neon)
@@ -64,7 +66,8 @@ static bool compiled_in(lm_isa isa)
     case LM_ISA_SCALAR: return true;
     case LM_ISA_AVX2:
     case LM_ISA_AVX512:
-    case LM_ISA_AVX512VNNI: return LM_BUILD_X86;
+    case LM_ISA_AVX512VNNI:
+    case LM_ISA_AVX512BF16: return LM_BUILD_X86;
     case LM_ISA_NEON: return LM_BUILD_NEON;
     default: return false;
     }
@@ -79,6 +82,9 @@ static bool cpu_runs(lm_isa isa)
     case LM_ISA_AVX512:
         return f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq && f->os_saves_zmm;
     case LM_ISA_AVX512VNNI: return cpu_runs(LM_ISA_AVX512) && f->avx512_vnni;
+    /* the chain avx512bf16 -> avx512vnni: BF16 without VNNI (no such CPU is known) runs
+     * the avx512 path */
+    case LM_ISA_AVX512BF16: return cpu_runs(LM_ISA_AVX512VNNI) && f->avx512_bf16;
     case LM_ISA_NEON: return f->neon;
     default: return false;
     }
@@ -106,8 +112,8 @@ static void resolve(lm_isa isa)
 
 static lm_isa best_available(void)
 {
-    static const lm_isa preference[] = {LM_ISA_AVX512VNNI, LM_ISA_AVX512, LM_ISA_AVX2,
-                                        LM_ISA_NEON};
+    static const lm_isa preference[] = {LM_ISA_AVX512BF16, LM_ISA_AVX512VNNI, LM_ISA_AVX512,
+                                        LM_ISA_AVX2, LM_ISA_NEON};
     for (size_t i = 0; i < sizeof preference / sizeof preference[0]; i++)
         if (lm_isa_available(preference[i]))
             return preference[i];
@@ -161,7 +167,8 @@ lm_status lm_isa_parse(const char *name, lm_isa *isa, lm_error *err)
             return LM_OK;
         }
     return lm_fail(err, LM_ERR_ARG,
-                   "unknown ISA '%s' (expected scalar, avx2, avx512, avx512vnni or neon)",
+                   "unknown ISA '%s' (expected scalar, avx2, avx512, avx512vnni, avx512bf16 or "
+                   "neon)",
                    name ? name : "(null)");
 }
 

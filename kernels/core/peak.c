@@ -50,7 +50,8 @@ lm_peak_fn lm_peak_for(lm_isa isa)
 #if defined(__aarch64__)
     case LM_ISA_NEON: return lm_peak_fma_f32_neon;
 #endif
-    default: return NULL;
+    default: /* a derived path (avx512vnni, avx512bf16) has its parent's vector width */
+        return lm_isa_derived(isa) ? lm_peak_for(lm_isa_parent(isa)) : NULL;
     }
 }
 
@@ -59,6 +60,15 @@ lm_peak_fn lm_peak_dot_i8(void)
 #if defined(__x86_64__)
     if (lm_isa_available(LM_ISA_AVX512) && lm_cpu()->avx512_vnni)
         return lm_peak_dot_i8_avx512vnni;
+#endif
+    return NULL;
+}
+
+lm_peak_fn lm_peak_dot_bf16(void)
+{
+#if defined(__x86_64__)
+    if (lm_isa_available(LM_ISA_AVX512) && lm_cpu()->avx512_bf16)
+        return lm_peak_dot_bf16_avx512bf16;
 #endif
     return NULL;
 }

@@ -96,6 +96,7 @@ typedef enum lm_isa {
     LM_ISA_AVX2,       /* AVX2 + FMA (+ F16C) */
     LM_ISA_AVX512,     /* AVX-512 F/BW/VL/DQ (+ BF16/FP16 where present) */
     LM_ISA_AVX512VNNI, /* the avx512 path with the VNNI integer-dot kernels (kvq_decode) */
+    LM_ISA_AVX512BF16, /* the avx512vnni path with the BF16 dot-product kernels (VDPBF16PS) */
     LM_ISA_NEON,       /* AArch64 Advanced SIMD */
     LM_ISA_COUNT
 } lm_isa;
@@ -113,8 +114,8 @@ typedef struct lm_cpu_features {
 
 const lm_cpu_features *lm_cpu(void);
 const char *lm_isa_name(lm_isa isa);
-/* Parses a path name ("scalar", "avx2", "avx512", "avx512vnni", "neon"); LM_ERR_ARG for
- * anything else. */
+/* Parses a path name ("scalar", "avx2", "avx512", "avx512vnni", "avx512bf16", "neon");
+ * LM_ERR_ARG for anything else. */
 lm_status lm_isa_parse(const char *name, lm_isa *isa, lm_error *err);
 /* True when this build holds the path and this CPU (and OS) can run it. */
 bool lm_isa_available(lm_isa isa);

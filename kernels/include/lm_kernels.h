@@ -11,10 +11,11 @@
  *            it is measured and checked through it.
  * signature  the function type (lm_ops_types.h).
  * family     the folder under kernels/ that holds ref*.c, the ISA files and the driver.
- * paths      which ISA files define lm_<name>_<isa>: ALL (scalar avx2 avx512 neon) or
- *            ALL_VNNI (those and avx512vnni). A path without its own function takes its
- *            parent path's (avx512vnni -> avx512 -> avx2 -> scalar, neon -> scalar), so
- *            every slot of every table is set.
+ * paths      which ISA files define lm_<name>_<isa>: ALL (scalar avx2 avx512 neon),
+ *            ALL_VNNI (those and avx512vnni) or ALL_BF16 (those of ALL and avx512bf16). A
+ *            path without its own function takes its parent path's (avx512bf16 ->
+ *            avx512vnni -> avx512 -> avx2 -> scalar, neon -> scalar), so every slot of
+ *            every table is set.
  *
  * This list generates the lm_ops fields (lm_ops.h), the declaration of every
  * implementation (below) and every per-ISA table (kernels/core/dispatch.c). The harness
@@ -47,12 +48,16 @@
 /* The ISA paths, in lm_isa order (a parent before its children), as X(isa, PARENT, kind):
  * PARENT the lm_isa constant of the path it falls back on (itself for the root); kind
  * `base` for a path of its own vector width, `derived` for its parent's width with a few
- * kernels of its own (those alone are verified on it: harness/kernels_contract.c). */
+ * kernels of its own (those alone are verified on it: harness/kernels_contract.c).
+ * avx512bf16 derives from avx512vnni, not from avx512: every CPU with AVX512-BF16
+ * (Cooper Lake, Sapphire Rapids and later, Zen 4 and later) also has AVX512-VNNI, so the
+ * one chain keeps both sets of kernels active (docs/architecture.md, "ISA paths"). */
 #define LM_ISA_PATHS(X)                                                                   \
     X(scalar, SCALAR, base)                                                               \
     X(avx2, SCALAR, base)                                                                 \
     X(avx512, AVX2, base)                                                                 \
     X(avx512vnni, AVX512, derived)                                                        \
+    X(avx512bf16, AVX512VNNI, derived)                                                    \
     X(neon, SCALAR, base)
 
 /* LM_PATH_<paths>_<isa>(f): f when that path's file defines it, else NULL (the parent's). */
@@ -60,18 +65,26 @@
 #define LM_PATH_ALL_avx2(f) f
 #define LM_PATH_ALL_avx512(f) f
 #define LM_PATH_ALL_avx512vnni(f) NULL
+#define LM_PATH_ALL_avx512bf16(f) NULL
 #define LM_PATH_ALL_neon(f) f
 #define LM_PATH_ALL_VNNI_scalar(f) f
 #define LM_PATH_ALL_VNNI_avx2(f) f
 #define LM_PATH_ALL_VNNI_avx512(f) f
 #define LM_PATH_ALL_VNNI_avx512vnni(f) f
+#define LM_PATH_ALL_VNNI_avx512bf16(f) NULL
 #define LM_PATH_ALL_VNNI_neon(f) f
+#define LM_PATH_ALL_BF16_scalar(f) f
+#define LM_PATH_ALL_BF16_avx2(f) f
+#define LM_PATH_ALL_BF16_avx512(f) f
+#define LM_PATH_ALL_BF16_avx512vnni(f) NULL
+#define LM_PATH_ALL_BF16_avx512bf16(f) f
+#define LM_PATH_ALL_BF16_neon(f) f
 
 /* Every implementation of every slot, declared from its signature (an ISA file defines
  * the ones its path holds; a declaration nobody defines is never referenced). */
 #define LM_KERNEL_DECLARE(name, kernel, signature, family, paths)                         \
     signature lm_##name##_scalar, lm_##name##_avx2, lm_##name##_avx512,                   \
-        lm_##name##_avx512vnni, lm_##name##_neon;
+        lm_##name##_avx512vnni, lm_##name##_avx512bf16, lm_##name##_neon;
 LM_KERNELS(LM_KERNEL_DECLARE)
 #undef LM_KERNEL_DECLARE
 

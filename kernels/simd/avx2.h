@@ -4,6 +4,9 @@
  *   V_ZERO, V_SET1, V_BCAST(p) (*p in every lane), V_LOADU / V_STOREU (unaligned),
  *   V_STREAM / V_SFENCE (non-temporal store, where the ISA has one), V_ADD, V_SUB, V_MUL,
  *   V_DIV, V_FMA(a, b, c) = a*b + c, V_MAX, V_MIN, V_ABS, V_EXP / V_EXPM1 / V_LOG1P,
+ *   V_ROUND (to the nearest integer), V_SCALE2(a, k) = a 2^k (k integral, |k| <= 126),
+ *   V_RCP (1 / a to within 2 ulp: V_DIV where division is cheap, else an estimate refined
+ *   by Newton steps; fast_exp.h builds V_EXP_FAST / V_EXPM1_FAST from these),
  *   V_HSUM / V_HMAX (over the lanes), V_HSUM4(a, b, c, d, out) (four sums at once);
  *   V_LOAD_F16 / V_LOAD_BF16 (LM_W stored halves to floats), V_LOAD_U8 / U4 / U2 (LM_W
  *   unsigned codes of a packed row from element c, as floats);
@@ -39,6 +42,20 @@
 #define V_EXP(a) Sleef_expf8_u10avx2(a)
 #define V_EXPM1(a) Sleef_expm1f8_u10avx2(a)
 #define V_LOG1P(a) Sleef_log1pf8_u10avx2(a)
+#define V_ROUND(a) _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+/* a 2^k: k + 127 in the exponent field of a float */
+#define V_SCALE2(a, k)                                                                         \
+    _mm256_mul_ps(a, _mm256_castsi256_ps(_mm256_slli_epi32(                                    \
+                         _mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23)))
+/* 1 / a: the 12-bit estimate and two Newton steps, r (2 - a r) */
+#define V_RCP(a) lm_rcp_avx2(a)
+static inline __m256 lm_rcp_avx2(__m256 a)
+{
+    const __m256 two = _mm256_set1_ps(2.0f);
+    __m256 r = _mm256_rcp_ps(a);
+    r = _mm256_mul_ps(r, _mm256_fnmadd_ps(a, r, two));
+    return _mm256_mul_ps(r, _mm256_fnmadd_ps(a, r, two));
+}
 /* sum of the 8 lanes (a reduction tree) */
 static inline float lm_hsum_avx2(__m256 v)
 {

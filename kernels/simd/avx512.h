@@ -4,6 +4,9 @@
  *   V_ZERO, V_SET1, V_BCAST(p) (*p in every lane), V_LOADU / V_STOREU (unaligned),
  *   V_STREAM / V_SFENCE (non-temporal store, where the ISA has one), V_ADD, V_SUB, V_MUL,
  *   V_DIV, V_FMA(a, b, c) = a*b + c, V_MAX, V_MIN, V_ABS, V_EXP / V_EXPM1 / V_LOG1P,
+ *   V_ROUND (to the nearest integer), V_SCALE2(a, k) = a 2^k (k integral, |k| <= 126),
+ *   V_RCP (1 / a to within 2 ulp: V_DIV where division is cheap, else an estimate refined
+ *   by Newton steps; fast_exp.h builds V_EXP_FAST / V_EXPM1_FAST from these),
  *   V_HSUM / V_HMAX (over the lanes), V_HSUM4(a, b, c, d, out) (four sums at once);
  *   V_LOAD_F16 / V_LOAD_BF16 (LM_W stored halves to floats), V_LOAD_U8 / U4 / U2 (LM_W
  *   unsigned codes of a packed row from element c, as floats);
@@ -39,6 +42,15 @@
 #define V_EXP(a) Sleef_expf16_u10avx512f(a)
 #define V_EXPM1(a) Sleef_expm1f16_u10avx512f(a)
 #define V_LOG1P(a) Sleef_log1pf16_u10avx512f(a)
+#define V_ROUND(a) _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define V_SCALE2(a, k) _mm512_scalef_ps(a, k)
+/* 1 / a: the 14-bit estimate and one Newton step, r (2 - a r) */
+#define V_RCP(a) lm_rcp_avx512(a)
+static inline __m512 lm_rcp_avx512(__m512 a)
+{
+    const __m512 r = _mm512_rcp14_ps(a);
+    return _mm512_mul_ps(r, _mm512_fnmadd_ps(a, r, _mm512_set1_ps(2.0f)));
+}
 /* sum of the 16 lanes (a reduction tree) */
 #define V_HSUM(a) _mm512_reduce_add_ps(a)
 

@@ -4,6 +4,9 @@
  *   V_ZERO, V_SET1, V_BCAST(p) (*p in every lane), V_LOADU / V_STOREU (unaligned),
  *   V_STREAM / V_SFENCE (non-temporal store, where the ISA has one), V_ADD, V_SUB, V_MUL,
  *   V_DIV, V_FMA(a, b, c) = a*b + c, V_MAX, V_MIN, V_ABS, V_EXP / V_EXPM1 / V_LOG1P,
+ *   V_ROUND (to the nearest integer), V_SCALE2(a, k) = a 2^k (k integral, |k| <= 126),
+ *   V_RCP (1 / a to within 2 ulp: V_DIV where division is cheap, else an estimate refined
+ *   by Newton steps; fast_exp.h builds V_EXP_FAST / V_EXPM1_FAST from these),
  *   V_HSUM / V_HMAX (over the lanes), V_HSUM4(a, b, c, d, out) (four sums at once);
  *   V_LOAD_F16 / V_LOAD_BF16 (LM_W stored halves to floats), V_LOAD_U8 / U4 / U2 (LM_W
  *   unsigned codes of a packed row from element c, as floats);
@@ -33,6 +36,19 @@
 #define V_EXPM1(a) Sleef_expm1f4_u10advsimd(a)
 #define V_LOG1P(a) Sleef_log1pf4_u10advsimd(a)
 #define V_HSUM(a) vaddvq_f32(a) /* sum of the 4 lanes */
+#define V_ROUND(a) vrndnq_f32(a)
+/* a 2^k: k + 127 in the exponent field of a float */
+#define V_SCALE2(a, k)                                                                         \
+    vmulq_f32(a, vreinterpretq_f32_s32(vshlq_n_s32(                                            \
+                     vaddq_s32(vcvtq_s32_f32(k), vdupq_n_s32(127)), 23)))
+/* 1 / a: the estimate and two Newton steps (vrecps: 2 - a r) */
+#define V_RCP(a) lm_rcp_neon(a)
+static inline float32x4_t lm_rcp_neon(float32x4_t a)
+{
+    float32x4_t r = vrecpeq_f32(a);
+    r = vmulq_f32(r, vrecpsq_f32(a, r));
+    return vmulq_f32(r, vrecpsq_f32(a, r));
+}
 
 #define LM_ISA_SUFFIX neon
 #define V_ZERO() vdupq_n_f32(0.0f)
@@ -63,5 +79,8 @@ static inline float32x4_t load_codes_neon(const uint8_t *row, size_t c, unsigned
 #define V_LOAD_U8(row, c) load_codes_neon(row, c, 8)
 #define V_LOAD_U4(row, c) load_codes_neon(row, c, 4)
 #define V_LOAD_U2(row, c) load_codes_neon(row, c, 2)
+
+/* out[0..4) = lane sums of a, b, c, d: two levels of pairwise adds */
+#define V_HSUM4(a, b, c, d, out) vst1q_f32(out, vpaddq_f32(vpaddq_f32(a, b), vpaddq_f32(c, d)))
 
 #endif

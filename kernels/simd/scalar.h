@@ -4,6 +4,9 @@
  *   V_ZERO, V_SET1, V_BCAST(p) (*p in every lane), V_LOADU / V_STOREU (unaligned),
  *   V_STREAM / V_SFENCE (non-temporal store, where the ISA has one), V_ADD, V_SUB, V_MUL,
  *   V_DIV, V_FMA(a, b, c) = a*b + c, V_MAX, V_MIN, V_ABS, V_EXP / V_EXPM1 / V_LOG1P,
+ *   V_ROUND (to the nearest integer), V_SCALE2(a, k) = a 2^k (k integral, |k| <= 126),
+ *   V_RCP (1 / a to within 2 ulp: V_DIV where division is cheap, else an estimate refined
+ *   by Newton steps; fast_exp.h builds V_EXP_FAST / V_EXPM1_FAST from these),
  *   V_HSUM / V_HMAX (over the lanes), V_HSUM4(a, b, c, d, out) (four sums at once);
  *   V_LOAD_F16 / V_LOAD_BF16 (LM_W stored halves to floats), V_LOAD_U8 / U4 / U2 (LM_W
  *   unsigned codes of a packed row from element c, as floats);
@@ -31,6 +34,9 @@
 #define V_EXPM1(a) expm1f(a)
 #define V_LOG1P(a) log1pf(a)
 #define V_HSUM(a) (a)
+#define V_ROUND(a) nearbyintf(a)
+#define V_SCALE2(a, k) ldexpf(a, (int)(k))
+#define V_RCP(a) (1.0f / (a))
 
 #define LM_ISA_SUFFIX scalar
 #define V_ZERO() 0.0f

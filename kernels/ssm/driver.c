@@ -23,9 +23,9 @@ lm_status lm_ssm_mamba1_check_f32(const lm_ssm_mamba1_f32 *p, lm_error *err)
     if (p->x == NULL || p->delta_raw == NULL || p->a == NULL || p->b == NULL || p->c == NULL ||
         p->y == NULL)
         return lm_fail(err, LM_ERR_SHAPE, "x, delta_raw, a, b, c and y must be given");
-    /* One branch-free vector pass first (a decode step calls this for every token): NaN
-     * fails both comparisons, +-inf and positive values fail one. Only a bad A pays for the
-     * second pass that names the entry. */
+    /* One branch-free vector pass first: NaN fails both comparisons, +-inf and positive
+     * values fail one. Only a bad A pays for the second pass that names the entry. (A
+     * decoder checks A once: lm_ssm_mamba1_decode_checked_f32.) */
     const size_t count = p->channels * p->state;
     int all_ok = 1;
 #pragma omp simd reduction(&: all_ok)
@@ -42,6 +42,8 @@ lm_status lm_ssm_mamba1_check_f32(const lm_ssm_mamba1_f32 *p, lm_error *err)
     return LM_OK;
 }
 
+static void run_blocks(const lm_ssm_mamba1_f32 *p, const lm_ops *ops);
+
 lm_status lm_ssm_mamba1_scan_f32(const lm_ssm_mamba1_f32 *p, const lm_ops *ops, lm_error *err)
 {
     lm_status status = lm_ops_check(ops, err);
@@ -49,6 +51,13 @@ lm_status lm_ssm_mamba1_scan_f32(const lm_ssm_mamba1_f32 *p, const lm_ops *ops, 
         status = lm_ssm_mamba1_check_f32(p, err);
     if (status != LM_OK)
         return status;
+    run_blocks(p, ops);
+    return LM_OK;
+}
+
+/* Every (batch row, block of channels) of p through the mamba1_scan_f32 kernel of ops. */
+static void run_blocks(const lm_ssm_mamba1_f32 *p, const lm_ops *ops)
+{
     lm_mamba1_scan_fn *const kernel = ops->mamba1_scan_f32;
     const size_t blocks = (p->channels + MAMBA1_CHANNEL_BLOCK - 1) / MAMBA1_CHANNEL_BLOCK;
     const long long items = (long long)(p->batch * blocks);
@@ -65,11 +74,10 @@ lm_status lm_ssm_mamba1_scan_f32(const lm_ssm_mamba1_f32 *p, const lm_ops *ops, 
                                  ? d_begin + MAMBA1_CHANNEL_BLOCK : p->channels;
         kernel(p, bi, d_begin, d_end);
     }
-    return LM_OK;
 }
 
-lm_status lm_ssm_mamba1_decode_f32(const lm_ssm_mamba1_f32 *p, const lm_ops *ops,
-                                   lm_error *err)
+/* What a decode step checks besides lm_ssm_mamba1_check_f32: one token, state in place. */
+static lm_status check_decode_shape(const lm_ssm_mamba1_f32 *p, lm_error *err)
 {
     if (p == NULL)
         return lm_fail(err, LM_ERR_ARG, "p must not be NULL");
@@ -79,5 +87,23 @@ lm_status lm_ssm_mamba1_decode_f32(const lm_ssm_mamba1_f32 *p, const lm_ops *ops
     if (p->h0 == NULL || p->h0 != p->h_final)
         return lm_fail(err, LM_ERR_ARG, "h0 and h_final must be the same state buffer "
                        "(the decode step updates it in place)");
-    return lm_ssm_mamba1_scan_f32(p, ops, err);
+    return LM_OK;
+}
+
+lm_status lm_ssm_mamba1_decode_f32(const lm_ssm_mamba1_f32 *p, const lm_ops *ops,
+                                   lm_error *err)
+{
+    lm_status status = check_decode_shape(p, err);
+    return status == LM_OK ? lm_ssm_mamba1_scan_f32(p, ops, err) : status;
+}
+
+lm_status lm_ssm_mamba1_decode_checked_f32(const lm_ssm_mamba1_f32 *p, const lm_ops *ops,
+                                           lm_error *err)
+{
+    lm_status status = lm_ops_check(ops, err);
+    if (status == LM_OK)
+        status = check_decode_shape(p, err);
+    if (status == LM_OK)
+        run_blocks(p, ops);
+    return status;
 }

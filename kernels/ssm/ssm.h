@@ -137,6 +137,13 @@ lm_status lm_ssm_mamba1_scan_f32(const lm_ssm_mamba1_f32 *p, const lm_ops *ops, 
 lm_status lm_ssm_mamba1_decode_f32(const lm_ssm_mamba1_f32 *p, const lm_ops *ops,
                                    lm_error *err);
 
+/* The same step for a p whose a (and pointers and sizes) the caller has already passed
+ * through lm_ssm_mamba1_check_f32 and has not changed since: the O(D N) pass over a, which
+ * costs as much as the step itself, is skipped. A decode loop checks its weights once and
+ * steps with this. Only the decode shape (length 1, state in place) is checked. */
+lm_status lm_ssm_mamba1_decode_checked_f32(const lm_ssm_mamba1_f32 *p, const lm_ops *ops,
+                                           lm_error *err);
+
 /* ---- float64 references: the lesson's SSMs (kernels/ssm/ref_lesson.c, lesson
  *      section 5) ---------------------------------------------------------------------
  * A fixed SSM h_t = A h_{t-1} + B x_t, y_t = C . h_t (h_0 = 0) on one input channel,

@@ -295,7 +295,7 @@ REFERENCES = {"ssm_mamba1_scan": ssm_mamba1_scan, "conv_causal": conv_causal,
 
 def _mamba1(B, L, D, N, seed, dtype="f32", tag="", **options):
     extra = {k: options.pop(k) for k in ("expect_status", "mention") if k in options}
-    mode = "zoh" if options.get("exact_zoh") else "dtb"
+    mode = "zoh" if options.get("exact_zoh") else "euler"  # sweep --disc zoh | euler
     return dict(id=f"ssm_mamba1_scan.{dtype}.{mode}.b{B}_l{L}_d{D}_n{N}{tag}",
                 kernel="ssm_mamba1_scan", dtype=dtype, seed=seed,
                 shape={"batch": B, "length": L, "channels": D, "state": N},

@@ -78,6 +78,32 @@ assert all(r["status"] == "ok" and int(r["reps"]) == 2 for r in rows), rows' "$W
   expect_exit 0 "$LONGMIX" sweep --help
   expect_text out "--interleave threads|all"
 }
+test_sweep_disc_is_a_column_and_part_of_the_key() {
+  # the Mamba-1 decode step in both discretizations: two rows told apart by disc, both
+  # checked against their own float64 recurrence
+  local m="$LONGMIX sweep --kernel mamba1_step,gemv_rowdot --d-inner 64 --ctx 16 --reps 1 --no-roofline"
+  expect_exit 0 $m --disc zoh,euler --out "$WORK/m.csv"
+  "$PYTHON" -c '
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+got = sorted((r["kernel"], r["disc"]) for r in rows)
+assert got == [("gemv_rowdot", ""), ("mamba1_step", "euler"), ("mamba1_step", "zoh")], got
+assert all(r["status"] == "ok" for r in rows), rows' "$WORK/m.csv"
+  expect_exit 0 $m --disc euler --out "$WORK/m.csv" --resume
+  expect_text err "0 configurations measured, 2 skipped"
+  # a file of an earlier build (no disc column) resumes: its Mamba-1 rows were exact ZOH
+  "$PYTHON" -c '
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+keep = [r for r in rows if r[-1] != "euler"]
+csv.writer(open(sys.argv[2], "w", newline=""), lineterminator="\n").writerows(r[:-1] for r in keep)' \
+    "$WORK/m.csv" "$WORK/old.csv"
+  expect_exit 0 $m --out "$WORK/old.csv" --resume
+  expect_text err "0 configurations measured, 2 skipped"
+  head -1 "$WORK/old.csv" | grep -q ',rep_cpu_s,disc$'
+  expect_exit 2 $m --disc rk4 --out "$WORK/bad.csv"
+  expect_text err "--disc takes zoh and/or euler, got 'rk4'"
+}
 test_sweep_shards_cover_the_grid() {
   expect_exit 0 tiny_sweep "$WORK/a.csv" --shard 1/2
   expect_exit 0 tiny_sweep "$WORK/b.csv" --shard 2/2

@@ -92,6 +92,36 @@ test_targets_needs_rows() {
   expect_exit 2 "$PYTHON" scripts/targets.py "$WORK/missing"
   expect_text err "usage: scripts/targets.py DIR"
 }
+test_targets_issue19_beside_the_same_minutes_limits() {
+  mkdir -p "$WORK/t"
+  local h='cpu_model,cores,git_rev,kernel,dtype,n_ctx,chunk,heads,threads,d_inner,d_state,median_s,gflops,gbps,roofline_frac,err_max,bytes,status,disc'
+  {
+    echo "$h"
+    echo 'cpu,2,abc,attn_decode,f16,32768,0,32,1,0,0,0.006,0,27,0.8,0,0,ok,'
+    echo 'cpu,2,abc,gemv_rowdot,f32,32768,0,0,1,1024,0,0.0045,0,30,0.9,0,0,ok,'
+    echo 'cpu,2,abc,attn_decode,bf16,32768,0,32,1,0,0,0.006,0,26,0.8,0,0,ok,'
+  } > "$WORK/t/decode.csv"
+  {
+    echo "$h"   # 2048 x 16 x 4096 = 134.2 M elements: 0.1074 s = 0.80 ns, 0.1476 s = 1.10 ns
+    echo 'cpu,2,abc,mamba1_scan,f32,4096,0,0,1,2048,16,0.1074,20,0,0.10,0,0,ok,euler'
+    echo 'cpu,2,abc,mamba1_scan,f32,4096,0,0,2,2048,16,0.0560,38,0,0.095,0,0,ok,euler'
+    echo 'cpu,2,abc,mamba1_scan,f32,4096,0,0,1,2048,16,0.1476,20,0,0.10,0,0,ok,zoh'
+  } > "$WORK/t/mamba1.csv"
+  {
+    echo "$h"   # the stream at 12 GB/s over the step's 1.5 MiB: 131 us
+    echo 'cpu,2,abc,mamba1_step,f32,0,0,0,1,8192,16,0.000140,0,11.2,0.5,0,1572864,ok,zoh'
+    echo 'cpu,2,abc,gemv_rowdot,f32,48,0,0,1,8192,16,0.00013,0,12,0.6,0,1572864,ok,'
+  } > "$WORK/t/steps.csv"
+  expect_exit 0 "$PYTHON" scripts/targets.py "$WORK/t"
+  expect_text out "| decode f16, n = 32768, 1 thread(s): >= 90 % of the read-only stream | 6 ms, 27.0 GB/s = 90 % of 30.0 GB/s | met |"
+  expect_text out "| decode bf16, n = 32768, 1 thread(s): >= 90 % of the read-only stream | 6 ms, 26.0 GB/s = 87 % of 30.0 GB/s | **missed** |"
+  expect_text out "| Mamba-1 scan delta B (D 2048, N 16, L 4096), 1 thread: <= 0.8 ns per element | 0.80 ns"
+  expect_text out "| Mamba-1 scan exact ZOH (D 2048, N 16, L 4096), 1 thread: <= 1.0 ns per element | 1.10 ns"
+  # 2 threads: 0.1074 / 0.0560 = 1.92x; peaks 200 -> 400 GFLOP/s
+  expect_text out "| Mamba-1 scan delta B: 2 threads >= 1.85x 1 thread | 1.92x (the same run's peak: 200 -> 400 GFLOP/s = 2.00x) | met |"
+  expect_text out "| Mamba-1 decode step exact ZOH (D 8192, N 16), 1 thread: <= 100 us | 140.0 us, 11.2 GB/s; the read-only stream of the same minutes (12.0 GB/s, gemv_rowdot over 1.5 MiB) takes 131 us over the step's 1.5 MiB | **missed** |"
+  expect_text out "| causal prefill n = 4096 bf16: >= 1.7x the f32 prefill of the same run | - (no bf16 prefill rows"
+}
 test_targets_sh_help_and_bad_option() {
   expect_exit 0 scripts/targets.sh --help
   expect_text out "--skip-long"

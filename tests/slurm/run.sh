@@ -46,7 +46,7 @@ rows() { [ -f "$1" ] && echo $(($(wc -l <"$1") - 1)) || echo 0; }
 same_configs() {
   "$PYTHON" - "$1" "$2" <<'EOF'
 import csv, sys
-KEY = "kernel isa threads dtype bits n_ctx chunk heads kv_heads head_dim d_inner d_state batch".split()
+KEY = "kernel isa threads dtype bits n_ctx chunk heads kv_heads head_dim d_inner d_state batch disc".split()
 def load(path):
     rows = list(csv.DictReader(open(path, newline="")))
     keys = [tuple(r[k] for k in KEY) for r in rows]
