@@ -134,7 +134,7 @@ endif
 
 .PHONY: all run test check test-unit test-cli test-sanitize test-clang test-neon test-slurm \
         test-fresh test-rebuild test-tsan fuzz fuzz-targets verify neon bench sweep targets report test-report \
-        install uninstall test-install clean help FORCE
+        install uninstall test-install plugins clean help FORCE
 .DEFAULT_GOAL := all
 
 all: $(BIN) $(LIB) $(SHLIB) ## Build build/longmix and build/liblongmix.{a,so}
@@ -219,7 +219,7 @@ check: test-unit test-cli $(if $(SANITIZER),,test-install) ## Fast: unit, CLI an
 test-unit: $(UNIT) $(BIN) ## Criterion unit suites
 	cd $(CURDIR) && $(SANITIZER_ENV) $(RUNNER) $(UNIT) --jobs 2
 
-test-cli: $(BIN) ## End-to-end tests of the real binary
+test-cli: $(BIN) $(PLUGINS) ## End-to-end tests of the real binary
 	$(SANITIZER_ENV) LONGMIX=$(BIN) PYTHON=$(PYTHON) bash tests/cli/run.sh
 
 test-sanitize: ## The whole suite under ASan + UBSan (a finding exits 86, not 1 or 2)
@@ -315,6 +315,21 @@ report: $(BIN) ## results/*.csv -> report.md, tables/*.{md,tex,csv}, figures as 
 	$(BIN) lesson --csv results/lesson
 	$(PYTHON) scripts/report.py results
 
+# ---- example plugins (docs/plugins.md) ------------------------------------------------
+# Each examples/plugins/<name>.c is a shared object built against the plugin header alone
+# (no liblongmix: a plugin needs longmix's headers, not its library).
+PLUGIN_SRC := $(wildcard examples/plugins/*.c)
+PLUGINS    := $(PLUGIN_SRC:examples/plugins/%.c=$(BUILD)/plugins/%.so)
+PLUGIN_CFLAGS = -std=c17 $(OPT) -g -fPIC -shared -Ikernels/include $(WARNINGS) \
+                $(if $(SANITIZER),-fsanitize=$(SANITIZER))
+
+plugins: $(PLUGINS) ## The example plugins (naive, wrong, crash, hang, ...) -> build/plugins/*.so
+
+$(BUILD)/plugins/%.so: examples/plugins/%.c examples/plugins/naive_ops.h kernels/include/longmix_plugin.h $(BUILD)/flags.stamp
+	@mkdir -p $(@D)
+	@echo "  CC      $@"
+	@$(CC) $(PLUGIN_CFLAGS) $< -o $@ -lm
+
 # ---- install (README "Using longmix as a library") ------------------------------------
 PREFIX       ?= /usr/local
 DESTDIR      ?=
@@ -328,7 +343,7 @@ PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 # $(INCLUDEDIR)/longmix/include, so a program says #include <longmix.h>. The roots are the one
 # list to change when the API's headers change.
 PUBLIC_HEADERS := kernels/include/longmix.h kernels/include/lm_reduce.h \
-                  kernels/include/lm_validate.h
+                  kernels/include/lm_validate.h kernels/include/longmix_plugin.h
 # Every header the roots pull in, as paths under kernels/ (include/longmix.h, ssm/ssm.h, ...).
 public_tree = $(sort $(foreach h,$(filter %.h,$(subst \, ,$(shell $(CC) -MM -MT x -Ikernels/include \
               -x c $(PUBLIC_HEADERS)))),$(patsubst kernels/%,%,$(h))))

@@ -27,4 +27,11 @@ lm_status lm_verify_m8(const lm_contract *contract, lm_report *report, lm_error 
 lm_status lm_verify_primer(const lm_contract *contract, lm_report *report, lm_error *err);
 lm_status lm_verify_kernels(const lm_contract *contract, lm_report *report, lm_error *err);
 
+struct lm_plugin;
+/* A kernel contract checked on a loaded plugin's operators instead of longmix's own
+ * (harness/kernels_plugin.c): each case of an operator the plugin provides runs in a child
+ * process limited to timeout_s seconds; checks are named plugin:NAME/op. */
+lm_status lm_verify_kernels_plugin(const lm_contract *contract, const struct lm_plugin *plugin,
+                                   double timeout_s, lm_report *report, lm_error *err);
+
 #endif

@@ -210,6 +210,32 @@ lm_status lm_kcase_reserve(lm_kcase *kcase, const lm_budget *budget, lm_error *e
     return LM_OK;
 }
 
+/* The byte a guard holds at offset i of a block's guard zone: not 0, not a float's usual
+ * bytes, different along the zone so a shifted copy is caught too. */
+static unsigned char guard_byte(size_t i) { return (unsigned char)(0xa5 ^ (i * 29)); }
+
+static bool grow_scratch(lm_kcase *kcase)
+{
+    size_t capacity = kcase->scratch_capacity ? 2 * kcase->scratch_capacity : 16;
+    void **grown = lm_alloc(capacity * sizeof *grown);
+    size_t *bytes = lm_alloc(capacity * sizeof *bytes);
+    if (grown == NULL || bytes == NULL) {
+        lm_free(grown);
+        lm_free(bytes);
+        return false;
+    }
+    if (kcase->scratch_count) {
+        memcpy(grown, kcase->scratch, kcase->scratch_count * sizeof *grown);
+        memcpy(bytes, kcase->scratch_bytes, kcase->scratch_count * sizeof *bytes);
+    }
+    lm_free(kcase->scratch);
+    lm_free(kcase->scratch_bytes);
+    kcase->scratch = grown;
+    kcase->scratch_bytes = bytes;
+    kcase->scratch_capacity = capacity;
+    return true;
+}
+
 void *lm_kcase_alloc(lm_kcase *kcase, size_t count, size_t size)
 {
     const size_t bytes = lm_size_mul(count, size);
@@ -220,23 +246,34 @@ void *lm_kcase_alloc(lm_kcase *kcase, size_t count, size_t size)
             kcase->overdrawn = bytes ? bytes : 1;
         return NULL;
     }
-    if (kcase->scratch_count == kcase->scratch_capacity) {
-        size_t capacity = kcase->scratch_capacity ? 2 * kcase->scratch_capacity : 16;
-        void **grown = lm_alloc(capacity * sizeof *grown);
-        if (grown == NULL)
-            return NULL;
-        if (kcase->scratch_count)
-            memcpy(grown, kcase->scratch, kcase->scratch_count * sizeof *grown);
-        lm_free(kcase->scratch);
-        kcase->scratch = grown;
-        kcase->scratch_capacity = capacity;
+    if (kcase->scratch_count == kcase->scratch_capacity && !grow_scratch(kcase))
+        return NULL;
+    const size_t guard = kcase->guarded ? LM_KCASE_GUARD_BYTES : 0;
+    if (bytes > SIZE_MAX - 2 * guard)
+        return NULL;
+    unsigned char *block = lm_alloc(bytes + 2 * guard);
+    if (block == NULL)
+        return NULL;
+    for (size_t i = 0; i < guard; i++)
+        block[i] = block[guard + bytes + i] = guard_byte(i);
+    kcase->scratch[kcase->scratch_count] = block;
+    kcase->scratch_bytes[kcase->scratch_count++] = bytes;
+    kcase->used += bytes;
+    return block + guard;
+}
+
+size_t lm_kcase_guard_damage(const lm_kcase *kcase)
+{
+    if (!kcase->guarded)
+        return 0;
+    size_t damaged = 0;
+    for (size_t b = 0; b < kcase->scratch_count; b++) {
+        const unsigned char *block = kcase->scratch[b];
+        const size_t after = LM_KCASE_GUARD_BYTES + kcase->scratch_bytes[b];
+        for (size_t i = 0; i < LM_KCASE_GUARD_BYTES; i++)
+            damaged += (block[i] != guard_byte(i)) + (block[after + i] != guard_byte(i));
     }
-    void *block = lm_alloc(bytes);
-    if (block != NULL) {
-        kcase->scratch[kcase->scratch_count++] = block;
-        kcase->used += bytes;
-    }
-    return block;
+    return damaged;
 }
 
 lm_status lm_kcase_output(lm_kcase *kcase, size_t count, lm_kout *out, lm_error *err)
@@ -334,7 +371,9 @@ void lm_kcase_release(lm_kcase *kcase)
     for (size_t i = 0; i < kcase->scratch_count; i++)
         lm_free(kcase->scratch[i]);
     lm_free(kcase->scratch);
+    lm_free(kcase->scratch_bytes);
     kcase->scratch = NULL;
+    kcase->scratch_bytes = NULL;
     kcase->scratch_count = kcase->scratch_capacity = 0;
     kcase->reserved = kcase->used = kcase->overdrawn = 0;
 }

@@ -26,7 +26,10 @@ typedef struct lm_kcase {
     unsigned long long seed; /* numpy.random.default_rng(seed) */
     const json_t *json;   /* the case object: "shape", "options", ... */
     void **scratch;       /* allocations owned by the case (core-managed) */
+    size_t *scratch_bytes; /* {scratch_capacity}: the bytes handed out of each */
     size_t scratch_count, scratch_capacity;
+    bool guarded;         /* each block sits between LM_KCASE_GUARD_BYTES of a known pattern
+                           * (a plugin's run: lm_kcase_guard_damage reads them afterwards) */
     size_t limit;         /* bytes the case may reserve: LM_CASE_MAX_BYTES */
     size_t reserved;      /* bytes reserved by lm_kcase_reserve (0: none yet) */
     size_t used;          /* bytes handed out by lm_kcase_alloc so far */
@@ -107,6 +110,13 @@ lm_status lm_kcase_reserve(lm_kcase *kcase, const lm_budget *budget, lm_error *e
 /* A zero-filled 64-byte aligned block of count * size bytes owned by the case, or NULL
  * (past the reservation, overflow or out of memory; the caller returns LM_ERR_NOMEM). */
 void *lm_kcase_alloc(lm_kcase *kcase, size_t count, size_t size);
+/* Guard bytes before and after each block of a guarded case (a multiple of 64, so the
+ * block stays 64-byte aligned). */
+#define LM_KCASE_GUARD_BYTES 64
+/* Guard bytes of a guarded case's blocks that no longer hold their pattern (0: nothing
+ * was written outside a block, within LM_KCASE_GUARD_BYTES of it). */
+size_t lm_kcase_guard_damage(const lm_kcase *kcase);
+
 /* Allocates *out with `count` outputs; LM_ERR_NOMEM naming the case on failure. */
 lm_status lm_kcase_output(lm_kcase *kcase, size_t count, lm_kout *out, lm_error *err);
 

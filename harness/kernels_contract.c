@@ -11,6 +11,7 @@
  * with rtol and atol the case's tolerance and scale the statistic's own magnitude from
  * the contract (the sum of |terms| the float64 reference added up for it). */
 #include "contract.h"
+#include "kernel_expect.h"
 #include "jsonx.h"
 #include "registry.h"
 
@@ -21,25 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { PREFIX_TEXT = 192, NAME_TEXT = 256, MAX_SAMPLES = 64 };
-static const char section[] = "kernels";
+static const char own_section[] = "kernels";
 
-typedef struct statistic {
-    double value, scale;
-} statistic;
-
-/* What one case expects, read (and validated) before anything runs. */
-typedef struct expectation {
-    bool rejects;              /* a bad-input case: the run must fail with `status` */
-    lm_status status;
-    const char *mention;       /* optional text the rejection message must contain */
-    long long count;
-    statistic sum, abs_sum;
-    size_t sample_count;
-    long long index[MAX_SAMPLES];
-    statistic sample[MAX_SAMPLES];
-    double rtol, atol;
-} expectation;
+typedef lm_kstat statistic;
+enum { PREFIX_TEXT = LM_KEXPECT_PREFIX_TEXT, NAME_TEXT = LM_KEXPECT_NAME_TEXT,
+       MAX_SAMPLES = LM_KEXPECT_MAX_SAMPLES };
 
 static lm_status relabel(const char *id, lm_status status, const lm_error *inner, lm_error *err)
 {
@@ -75,7 +62,7 @@ static lm_status status_by_name(const char *name, lm_status *out)
     return LM_ERR_SCHEMA;
 }
 
-static lm_status read_rejection(const json_t *json, const char *id, expectation *e,
+static lm_status read_rejection(const json_t *json, const char *id, lm_kexpect *e,
                                 lm_error *err)
 {
     const char *name;
@@ -95,10 +82,9 @@ static lm_status read_rejection(const json_t *json, const char *id, expectation 
     return LM_OK;
 }
 
-static lm_status read_expectation(const json_t *json, const char *id, expectation *e,
-                                  lm_error *err)
+lm_status lm_kexpect_read(const json_t *json, const char *id, lm_kexpect *e, lm_error *err)
 {
-    *e = (expectation){0};
+    *e = (lm_kexpect){0};
     const json_t *expected = json_object_get(json, "expected");
     if (!json_is_object(expected))
         return lm_fail(err, LM_ERR_SCHEMA, "case %s: missing object field expected", id);
@@ -145,8 +131,9 @@ static lm_status read_expectation(const json_t *json, const char *id, expectatio
 }
 
 /* |got - expected| <= atol + rtol * scale, recorded as an absolute bound. */
-static void check_statistic(lm_report *report, const char *prefix, const char *what,
-                            const statistic *expected, double got, const expectation *e)
+static void check_statistic(lm_report *report, const char *section, const char *prefix,
+                            const char *what,
+                            const statistic *expected, double got, const lm_kexpect *e)
 {
     char name[NAME_TEXT];
     snprintf(name, sizeof name, "%s/%s", prefix, what);
@@ -170,8 +157,8 @@ static void add(compensated *acc, double value)
     acc->total = t;
 }
 
-static void check_output(lm_report *report, const char *prefix, const lm_kout *out,
-                         const expectation *e)
+void lm_kexpect_check_output(lm_report *report, const char *section, const char *prefix,
+                             const lm_kout *out, const lm_kexpect *e)
 {
     char name[NAME_TEXT];
     snprintf(name, sizeof name, "%s/count", prefix);
@@ -183,12 +170,14 @@ static void check_output(lm_report *report, const char *prefix, const lm_kout *o
         add(&sum, out->values[i]);
         add(&abs_sum, fabs(out->values[i]));
     }
-    check_statistic(report, prefix, "sum", &e->sum, sum.total + sum.correction, e);
-    check_statistic(report, prefix, "abs_sum", &e->abs_sum, abs_sum.total + abs_sum.correction, e);
+    check_statistic(report, section, prefix, "sum", &e->sum, sum.total + sum.correction, e);
+    check_statistic(report, section, prefix, "abs_sum", &e->abs_sum,
+                    abs_sum.total + abs_sum.correction, e);
     for (size_t k = 0; k < e->sample_count; k++) {
         char what[48];
         snprintf(what, sizeof what, "at[%lld]", e->index[k]);
-        check_statistic(report, prefix, what, &e->sample[k], out->values[e->index[k]], e);
+        check_statistic(report, section, prefix, what, &e->sample[k],
+                        out->values[e->index[k]], e);
     }
 }
 
@@ -260,7 +249,7 @@ static bool is_case_error(lm_status status)
 
 /* Runs one case on one path (ops NULL: the float64 reference) and records its checks.
  * Returns LM_OK, or the status of a malformed case (schema/type), which ends the run. */
-static lm_status run_on(lm_kcase *kcase, const expectation *e, const lm_ops *ops,
+static lm_status run_on(lm_kcase *kcase, const lm_kexpect *e, const lm_ops *ops,
                         const char *path_name, lm_report *report, lm_error *err)
 {
     char prefix[PREFIX_TEXT];
@@ -276,7 +265,7 @@ static lm_status run_on(lm_kcase *kcase, const expectation *e, const lm_ops *ops
     } else if (e->rejects) {
         char name[NAME_TEXT];
         snprintf(name, sizeof name, "%s/rejects", prefix);
-        lm_check_rejects(report, section, name, e->status, status, &run_err, e->mention);
+        lm_check_rejects(report, own_section, name, e->status, status, &run_err, e->mention);
     } else if (status == LM_ERR_SHAPE && shape_is_invalid(kcase, ops, &run_err, err)) {
         lm_kcase_release(kcase);
         return LM_ERR_SCHEMA;
@@ -284,9 +273,9 @@ static lm_status run_on(lm_kcase *kcase, const expectation *e, const lm_ops *ops
         char name[NAME_TEXT], got[LM_ERROR_MESSAGE_SIZE + 32];
         snprintf(name, sizeof name, "%s/run", prefix);
         snprintf(got, sizeof got, "%s error: %s", lm_status_name(status), run_err.message);
-        lm_check_true(report, section, name, false, "the kernel runs", got);
+        lm_check_true(report, own_section, name, false, "the kernel runs", got);
     } else {
-        check_output(report, prefix, &out, e);
+        lm_kexpect_check_output(report, own_section, prefix, &out, e);
     }
     lm_kcase_release(kcase);
     return LM_OK;
@@ -338,7 +327,7 @@ static size_t paths_for_case(const lm_kcase *kcase, const lm_isa *paths, size_t 
  * option or dtype its runner refuses, a shape its kernel's own check refuses (exit 2 with
  * the fields, as a refusal found when it runs) and a shape past the memory budget end the
  * load. Other statuses are left to the run, which records them as checks. */
-static lm_status probe_case(lm_kcase *kcase, const expectation *e, lm_error *err)
+static lm_status probe_case(lm_kcase *kcase, const lm_kexpect *e, lm_error *err)
 {
     if (e->rejects)
         return LM_OK; /* a rejection test: its run checks the refusal */
@@ -356,15 +345,15 @@ static lm_status probe_case(lm_kcase *kcase, const expectation *e, lm_error *err
 /* Validates every case (fields, registered kernel, unique id, and each case's probe: its
  * shape and memory) before any runs, so a malformed contract stops with one error and no
  * partial report. */
-static lm_status validate_cases(const json_t *cases, lm_error *err)
+lm_status lm_kernels_validate(const json_t *cases, lm_error *err)
 {
     size_t count = json_array_size(cases);
     for (size_t i = 0; i < count; i++) {
         lm_kcase kcase;
-        expectation e;
+        lm_kexpect e;
         lm_status status = lm_kcase_open(&kcase, json_array_get(cases, i), i, err);
         if (status == LM_OK)
-            status = read_expectation(kcase.json, kcase.id, &e, err);
+            status = lm_kexpect_read(kcase.json, kcase.id, &e, err);
         if (status != LM_OK)
             return status;
         const lm_registry_entry *entry =
@@ -390,7 +379,7 @@ lm_status lm_verify_kernels(const lm_contract *contract, lm_report *report, lm_e
     if (!json_is_array(cases) || json_array_size(cases) == 0)
         return lm_fail(err, LM_ERR_SCHEMA, "%s: field cases must be a non-empty array",
                        contract->path);
-    lm_status status = validate_cases(cases, err);
+    lm_status status = lm_kernels_validate(cases, err);
     if (status != LM_OK)
         return status;
 
@@ -398,9 +387,9 @@ lm_status lm_verify_kernels(const lm_contract *contract, lm_report *report, lm_e
     size_t path_count = paths_to_run(paths);
     for (size_t i = 0; i < json_array_size(cases); i++) {
         lm_kcase kcase;
-        expectation e;
+        lm_kexpect e;
         if ((status = lm_kcase_open(&kcase, json_array_get(cases, i), i, err)) != LM_OK ||
-            (status = read_expectation(kcase.json, kcase.id, &e, err)) != LM_OK)
+            (status = lm_kexpect_read(kcase.json, kcase.id, &e, err)) != LM_OK)
             return status;
         if (strcmp(kcase.dtype, "f64") == 0) {
             if ((status = run_on(&kcase, &e, NULL, "ref", report, err)) != LM_OK)

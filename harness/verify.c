@@ -5,8 +5,10 @@
 #include "cli.h"
 #include "contract_load.h"
 #include "files.h"
+#include "plugin.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,12 +19,22 @@ typedef struct verify_options {
     const char *contracts;  /* --contracts: folder whose SHA256SUMS lists the defaults */
     const char *output;     /* --output: report file instead of stdout */
     lm_format format;
+    const char *plugin;     /* --plugin: shared object whose operators are checked, or NULL */
+    double timeout_s;       /* --timeout: seconds one plugin case may run */
 } verify_options;
+
+/* The plugin of this run (NULL: longmix's own kernels are checked). */
+typedef struct verify_run {
+    lm_report *report;
+    const lm_plugin *plugin;
+    double timeout_s;
+} verify_run;
 
 static void verify_usage(FILE *out)
 {
     fputs("usage: longmix verify [--sha256 HEX] [--format text|tap|junit|json] [--output FILE]\n"
-          "                      [--contracts DIR] [FILE...]\n"
+          "                      [--contracts DIR] [--plugin PATH.so [--timeout SECONDS]]\n"
+          "                      [FILE...]\n"
           "\n"
           "Checks numerical contracts. Each FILE (a regular file of at most 16 MiB, or '-' for\n"
           "standard input, a pipe, with --sha256) is read once; the SHA-256 of its bytes must\n"
@@ -36,13 +48,23 @@ static void verify_usage(FILE *out)
           "  --output FILE    write the report to FILE, atomically (the summary line still goes\n"
           "                   to stderr)\n"
           "  --contracts DIR  folder of the default contracts and their SHA256SUMS\n"
+          "  --plugin PATH.so check a plugin's operators (kernels/include/longmix_plugin.h)\n"
+          "                   instead of longmix's own: every kernel-contract case of an\n"
+          "                   operator it provides, at the contract's tolerances, as checks\n"
+          "                   plugin:NAME/op; operators it leaves out are NOT PROVIDED (not\n"
+          "                   passed); contracts of other schemas are skipped. Each case runs in\n"
+          "                   a child process: a crash or time-out fails that case only\n"
+          "                   (docs/plugins.md)\n"
+          "  --timeout S      seconds one plugin case may run (default 60)\n"
           "\n"
           "A file that cannot be checked (unreadable, unpinned, malformed, a bad field) is an\n"
           "ERROR: counted in 'N errors', a <error> in JUnit, 'not ok' in TAP, \"errors\" in JSON.\n"
           "A run passed only when the summary says 0 failed and 0 errors.\n"
           "\n"
           "exit status: 0 all passed, 1 a check failed (pin mismatch included),\n"
-          "             2 bad usage, unreadable file, malformed JSON, missing field, unknown schema\n",
+          "             2 bad usage, unreadable file, malformed JSON, missing field, unknown\n"
+          "               schema, a plugin that cannot be loaded (no entry point, other ABI\n"
+          "               version, not a shared object)\n",
           out);
 }
 
@@ -126,8 +148,9 @@ static lm_status pin_beside(const char *path, char digest[65], lm_error *err)
 
 /* Pin check, parse, schema and checks of a contract read; an exit code for this file. */
 static int check_contract(lm_contract *contract, const char *path, const char *digest,
-                          lm_report *report)
+                          const verify_run *run)
 {
+    lm_report *report = run->report;
     lm_error err = {0};
     lm_report_begin_file(report, path);
     if (!lm_check_true(report, "pin", "sha256", strcmp(digest, contract->sha256_hex) == 0,
@@ -143,8 +166,18 @@ static int check_contract(lm_contract *contract, const char *path, const char *d
     lm_status status = lm_contract_parse(contract, &err);
     if (status == LM_OK)
         status = lm_contract_checker_for(contract, &checker, &schema, &err);
+    if (status == LM_OK && run->plugin != NULL && strcmp(schema, "longmix-kernels/1") != 0) {
+        char message[4200];
+        snprintf(message, sizeof message, "%s: skipped with --plugin (schema %s is not a "
+                 "kernel contract)", path, schema);
+        say(message);
+        return LM_EXIT_OK;
+    }
     if (status == LM_OK)
-        status = checker(contract, report, &err);
+        status = run->plugin != NULL
+                     ? lm_verify_kernels_plugin(contract, run->plugin, run->timeout_s, report,
+                                                &err)
+                     : checker(contract, report, &err);
     if (status == LM_OK)
         return LM_EXIT_OK;
     char message[LM_ERROR_MESSAGE_SIZE + 4096];
@@ -155,8 +188,9 @@ static int check_contract(lm_contract *contract, const char *path, const char *d
 }
 
 /* Verifies one file: read, pin, parse, schema, checks. Returns an exit code for this file. */
-static int verify_file(const char *path, const char *pinned, lm_report *report)
+static int verify_file(const char *path, const char *pinned, const verify_run *run)
 {
+    lm_report *report = run->report;
     lm_error err = {0};
     lm_contract contract;
     if (lm_contract_read(&contract, path, &err) != LM_OK)
@@ -166,19 +200,20 @@ static int verify_file(const char *path, const char *pinned, lm_report *report)
     if (pinned != NULL) {
         for (int i = 0; i < 65; i++)
             digest[i] = (char)tolower((unsigned char)pinned[i]);
-        code = check_contract(&contract, path, digest, report);
+        code = check_contract(&contract, path, digest, run);
     } else if (pin_beside(path, digest, &err) != LM_OK) {
         code = file_error(report, path, err.message);
     } else {
-        code = check_contract(&contract, path, digest, report);
+        code = check_contract(&contract, path, digest, run);
     }
     lm_contract_free(&contract);
     return code;
 }
 
 /* Verifies every file named in DIR/SHA256SUMS, in its order. */
-static int verify_listed(const char *folder, lm_report *report)
+static int verify_listed(const char *folder, const verify_run *run)
 {
+    lm_report *report = run->report;
     char sums[4096];
     snprintf(sums, sizeof sums, "%s/SHA256SUMS", folder);
     lm_pin_list pins;
@@ -193,7 +228,7 @@ static int verify_listed(const char *folder, lm_report *report)
     for (size_t i = 0; i < pins.count; i++) {
         char path[8192];
         snprintf(path, sizeof path, "%s/%s", folder, pins.name[i]);
-        int code = verify_file(path, pins.digest[i], report);
+        int code = verify_file(path, pins.digest[i], run);
         worst = code > worst ? code : worst;
     }
     lm_pins_free(&pins);
@@ -205,9 +240,11 @@ static int parse_options(int argc, char **argv, verify_options *options)
     static const struct option long_options[] = {
         {"sha256", required_argument, NULL, 's'}, {"format", required_argument, NULL, 'f'},
         {"output", required_argument, NULL, 'o'}, {"contracts", required_argument, NULL, 'c'},
+        {"plugin", required_argument, NULL, 'p'}, {"timeout", required_argument, NULL, 't'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
-    *options = (verify_options){.contracts = "contracts", .format = LM_FORMAT_TEXT};
+    *options = (verify_options){.contracts = "contracts", .format = LM_FORMAT_TEXT,
+                                .timeout_s = 60.0};
     opterr = 0;
     optind = 1;
     int option;
@@ -224,6 +261,16 @@ static int parse_options(int argc, char **argv, verify_options *options)
             break;
         case 'o': options->output = optarg; break;
         case 'c': options->contracts = optarg; break;
+        case 'p': options->plugin = optarg; break;
+        case 't': {
+            char *end;
+            errno = 0;
+            options->timeout_s = strtod(optarg, &end);
+            if (errno != 0 || end == optarg || *end != '\0' || !(options->timeout_s > 0.0) ||
+                options->timeout_s > 86400.0)
+                return usage_error("--timeout needs seconds in (0, 86400], got ", optarg);
+            break;
+        }
         case 'h': verify_usage(stdout); return -1;
         default:
             return usage_error("unknown or incomplete option ", argv[optind - 1]);
@@ -263,28 +310,43 @@ int lm_cmd_verify(int argc, char **argv)
         say(err.message);
         return LM_EXIT_USAGE;
     }
+    lm_plugin plugin;
+    if (options.plugin != NULL && lm_plugin_load(&plugin, options.plugin, &err) != LM_OK) {
+        say(err.message);
+        lm_atomic_abort(&file);
+        return LM_EXIT_USAGE;
+    }
     lm_report *report = lm_report_new();
     if (report == NULL) {
         say("out of memory");
         lm_atomic_abort(&file);
+        if (options.plugin != NULL)
+            lm_plugin_close(&plugin);
         return LM_EXIT_USAGE;
     }
+    const verify_run run = {report, options.plugin != NULL ? &plugin : NULL, options.timeout_s};
     int worst = LM_EXIT_OK;
     if (optind == argc)
-        worst = verify_listed(options.contracts, report);
+        worst = verify_listed(options.contracts, &run);
     for (int i = optind; i < argc; i++) {
-        int file_code = verify_file(argv[i], options.sha256, report);
+        int file_code = verify_file(argv[i], options.sha256, &run);
         worst = file_code > worst ? file_code : worst;
     }
     if (!write_report(report, &options, &file))
         worst = LM_EXIT_USAGE;
-    if (options.output != NULL || options.format != LM_FORMAT_TEXT)
-        fprintf(stderr, "%zu passed, %zu failed, %zu errors\n", lm_report_passed(report),
+    if (options.output != NULL || options.format != LM_FORMAT_TEXT) {
+        fprintf(stderr, "%zu passed, %zu failed, %zu errors", lm_report_passed(report),
                 lm_report_failed(report), lm_report_errors(report));
+        if (lm_report_not_provided_count(report) > 0)
+            fprintf(stderr, ", %zu not provided", lm_report_not_provided_count(report));
+        fputc('\n', stderr);
+    }
     if (lm_report_errors(report) > 0)
         worst = LM_EXIT_USAGE; /* an error recorded is never a pass, nor a mere failure */
     else if (worst == LM_EXIT_OK && lm_report_failed(report) > 0)
         worst = LM_EXIT_CHECK_FAILED;
     lm_report_free(report);
+    if (options.plugin != NULL)
+        lm_plugin_close(&plugin);
     return worst;
 }

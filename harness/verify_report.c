@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum outcome { OUTCOME_PASS, OUTCOME_FAIL, OUTCOME_ERROR } outcome;
+typedef enum outcome { OUTCOME_PASS, OUTCOME_FAIL, OUTCOME_ERROR, OUTCOME_NOT_PROVIDED } outcome;
 
 /* One check, or one file that could not be checked (ERROR: section "load", name "error",
  * the reason in `got`). */
@@ -24,7 +24,7 @@ typedef struct check {
 struct lm_report {
     check *checks;
     size_t count, capacity;
-    size_t passed, failed, errors;
+    size_t passed, failed, errors, not_provided;
     char *file;
     bool out_of_memory;
 };
@@ -92,6 +92,7 @@ static void add_record(lm_report *report, const char *file, const char *section,
     report->passed += result == OUTCOME_PASS;
     report->failed += result == OUTCOME_FAIL;
     report->errors += result == OUTCOME_ERROR;
+    report->not_provided += result == OUTCOME_NOT_PROVIDED;
     if (report->count == report->capacity) {
         size_t capacity = report->capacity ? 2 * report->capacity : 256;
         check *grown = realloc(report->checks, capacity * sizeof *grown);
@@ -120,6 +121,15 @@ void lm_report_error(lm_report *report, const char *file, const char *message)
     add_record(report, file, "load", "error", OUTCOME_ERROR, strdup("a file that can be checked"),
                strdup(message), strdup("exit 2"));
 }
+
+void lm_report_not_provided(lm_report *report, const char *section, const char *name,
+                            const char *why)
+{
+    add_record(report, report->file, section, name, OUTCOME_NOT_PROVIDED,
+               strdup("an implementation"), strdup(why), strdup("not provided"));
+}
+
+size_t lm_report_not_provided_count(const lm_report *report) { return report->not_provided; }
 
 bool lm_check_close(lm_report *report, const char *section, const char *name, double expected,
                     double got, double rtol, double atol)
@@ -297,7 +307,8 @@ void lm_report_write_escaped(FILE *out, const char *text, bool json)
 
 static const char *outcome_word(outcome result)
 {
-    return result == OUTCOME_PASS ? "PASS" : result == OUTCOME_FAIL ? "FAIL" : "ERROR";
+    static const char *const words[] = {"PASS", "FAIL", "ERROR", "NOT PROVIDED"};
+    return words[result];
 }
 
 /* "file: section/name", the label of a check in text and TAP. */
@@ -336,7 +347,10 @@ static void write_text(const lm_report *report, FILE *out)
         }
         write_label(out, c, ESCAPE_TEXT);
         fputs(": ", out);
-        write_verdict(out, c, ESCAPE_TEXT);
+        if (c->result == OUTCOME_NOT_PROVIDED)
+            write_escaped(out, c->got, ESCAPE_TEXT);
+        else
+            write_verdict(out, c, ESCAPE_TEXT);
         fputc('\n', out);
     }
 }
@@ -353,10 +367,11 @@ static void write_tap(const lm_report *report, FILE *out)
     fprintf(out, "TAP version 13\n1..%zu\n", report->count);
     for (size_t i = 0; i < report->count; i++) {
         const check *c = &report->checks[i];
-        fprintf(out, "%s %zu - ", c->result == OUTCOME_PASS ? "ok" : "not ok", i + 1);
+        const bool skipped = c->result == OUTCOME_NOT_PROVIDED;
+        fprintf(out, "%s %zu - ", c->result == OUTCOME_PASS || skipped ? "ok" : "not ok", i + 1);
         write_label(out, c, ESCAPE_TAP);
-        fputc('\n', out);
-        if (c->result == OUTCOME_PASS)
+        fputs(skipped ? " # SKIP not provided\n" : "\n", out);
+        if (c->result == OUTCOME_PASS || skipped)
             continue;
         fputs("  ---\n", out);
         if (c->result == OUTCOME_ERROR) {
@@ -382,6 +397,12 @@ static void write_junit_case(const check *c, FILE *out)
         fputs("/>\n", out);
         return;
     }
+    if (c->result == OUTCOME_NOT_PROVIDED) {
+        fputs(">\n      <skipped message=\"not provided: ", out);
+        write_escaped(out, c->got, ESCAPE_XML);
+        fputs("\"/>\n    </testcase>\n", out);
+        return;
+    }
     if (c->result == OUTCOME_ERROR) {
         fputs(">\n      <error message=\"", out);
         write_escaped(out, c->got, ESCAPE_XML);
@@ -397,21 +418,28 @@ static void write_junit(const lm_report *report, FILE *out)
 {
     fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                  "<testsuites name=\"longmix verify\" tests=\"%zu\" failures=\"%zu\" "
-                 "errors=\"%zu\">\n",
+                 "errors=\"%zu\"",
             report->count + report->out_of_memory, report->failed, lm_report_errors(report));
+    if (report->not_provided > 0) /* JUnit's skipped: what a plugin did not provide */
+        fprintf(out, " skipped=\"%zu\"", report->not_provided);
+    fputs(">\n", out);
     size_t start = 0;
     while (start < report->count) { /* one <testsuite> per run of checks of one file */
-        size_t end = start, failures = 0, errors = 0;
+        size_t end = start, failures = 0, errors = 0, skipped = 0;
         while (end < report->count &&
                strcmp(text_or_empty(report->checks[end].file),
                       text_or_empty(report->checks[start].file)) == 0) {
             failures += report->checks[end].result == OUTCOME_FAIL;
+            skipped += report->checks[end].result == OUTCOME_NOT_PROVIDED;
             errors += report->checks[end++].result == OUTCOME_ERROR;
         }
         fputs("  <testsuite name=\"", out);
         write_escaped(out, report->checks[start].file, ESCAPE_XML);
-        fprintf(out, "\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\">\n", end - start,
+        fprintf(out, "\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\"", end - start,
                 failures, errors);
+        if (skipped > 0)
+            fprintf(out, " skipped=\"%zu\"", skipped);
+        fputs(">\n", out);
         for (size_t i = start; i < end; i++)
             write_junit_case(&report->checks[i], out);
         fputs("  </testsuite>\n", out);
@@ -434,7 +462,7 @@ static void write_json_field(FILE *out, const char *key, const char *value, bool
 
 static void write_json(const lm_report *report, FILE *out)
 {
-    static const char *const status[] = {"pass", "fail", "error"};
+    static const char *const status[] = {"pass", "fail", "error", "not provided"};
     fprintf(out, "{\"passed\": %zu, \"failed\": %zu, \"errors\": %zu, \"complete\": %s, "
                  "\"checks\": [\n",
             lm_report_passed(report), report->failed, lm_report_errors(report),
@@ -450,15 +478,18 @@ static void write_json(const lm_report *report, FILE *out)
         write_json_field(out, "tolerance", c->tolerance, true);
         fputs(i + 1 < report->count ? "},\n" : "}\n", out);
     }
-    fputs("]}\n", out);
+    fprintf(out, "], \"not_provided\": %zu}\n", report->not_provided);
 }
 
 static void write_summary(const lm_report *report, const char *prefix, FILE *out)
 {
     if (report->out_of_memory)
         fprintf(out, "%sERROR out of memory: some checks were not recorded\n", prefix);
-    fprintf(out, "%s%zu passed, %zu failed, %zu errors\n", prefix, lm_report_passed(report),
+    fprintf(out, "%s%zu passed, %zu failed, %zu errors", prefix, lm_report_passed(report),
             report->failed, lm_report_errors(report));
+    if (report->not_provided > 0)
+        fprintf(out, ", %zu not provided", report->not_provided);
+    fputc('\n', out);
 }
 
 void lm_report_write(const lm_report *report, lm_format format, FILE *out)

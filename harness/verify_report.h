@@ -47,6 +47,12 @@ bool lm_check_rejects(lm_report *report, const char *section, const char *name,
                       lm_status expected, lm_status returned, const lm_error *got,
                       const char *must_mention);
 
+/* Records an operator a plugin does not implement (NOT PROVIDED: neither passed nor failed;
+ * TAP "# SKIP", JUnit <skipped/>, JSON "not provided"); `why` says which cases it skips. */
+void lm_report_not_provided(lm_report *report, const char *section, const char *name,
+                            const char *why);
+size_t lm_report_not_provided_count(const lm_report *report);
+
 /* Records that `file` could not be checked (an exit-2 error), with the reason. */
 void lm_report_error(lm_report *report, const char *file, const char *message);
 
@@ -61,7 +67,8 @@ size_t lm_report_errors(const lm_report *report);
 void lm_report_write_escaped(FILE *out, const char *text, bool json);
 
 /* Writes every check and error in `format`; text and TAP end with the line
- * "N passed, N failed, N errors" (TAP as a comment), JUnit counts errors in its errors
+ * "N passed, N failed, N errors" (and ", N not provided" when a plugin left operators out;
+ * TAP as a comment), JUnit counts errors in its errors
  * attributes, JSON in "errors". A run passed only when failed and errors are both 0. */
 void lm_report_write(const lm_report *report, lm_format format, FILE *out);
 

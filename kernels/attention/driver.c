@@ -70,10 +70,11 @@ size_t lm_attn_prefill_workspace_floats(size_t head_dim)
 size_t lm_attn_decode_workspace_floats(size_t group) { return group * LM_ATTN_DECODE_BLOCK; }
 
 /* The table to run: the caller's, scalar when head_dim is not a multiple of 16 (the SIMD
- * kernels step d by whole vectors). */
+ * kernels step d by whole vectors). A table that says it is scalar runs as given: a
+ * plugin's table (harness/plugin.c) is marked scalar, its kernels take any head_dim. */
 static const lm_ops *pick_ops(const lm_ops *ops, size_t head_dim)
 {
-    return head_dim % 16 != 0 ? lm_ops_for(LM_ISA_SCALAR) : ops;
+    return head_dim % 16 != 0 && ops->isa != LM_ISA_SCALAR ? lm_ops_for(LM_ISA_SCALAR) : ops;
 }
 
 lm_status lm_attn_prefill(const lm_attn_prefill_args *a, const lm_ops *ops,

@@ -7,7 +7,8 @@
 #      links; every installed header compiles on its own with -Wall -Wextra -Wpedantic -Werror;
 #   3. tests/install/consumer.c built with `pkg-config --cflags --libs longmix` by gcc and clang
 #      and run against the shared library, and once linked statically (pkg-config --static);
-#   4. plugins built against the installed headers (PLUGIN_SOURCES below; none yet);
+#   4. the example plugin examples/plugins/naive.c built against the installed headers with
+#      `pkg-config --cflags longmix` only, and loaded by the installed longmix verify --plugin;
 #   5. make uninstall leaves nothing behind.
 # Called by `make test-install` (part of `make check`) with MAKE, BUILD and CC set.
 set -euo pipefail
@@ -23,9 +24,9 @@ passed=0
 ok() { echo "PASS install: $*"; passed=$((passed + 1)); }
 fail() { echo "FAIL install: $*" >&2; exit 1; }
 
-# The plugin work adds its example plugins here (each a shared object built against the
-# installed headers with `pkg-config --cflags longmix`, then loaded by longmix verify --plugin):
-PLUGIN_SOURCES=()
+# The example plugins built here: each a shared object from the installed headers and
+# `pkg-config --cflags longmix`, then loaded by the installed longmix verify --plugin.
+PLUGIN_SOURCES=(examples/plugins/naive.c)
 
 # check_install DESTDIR PREFIX: everything make install put under DESTDIR + PREFIX, found
 # through PKG_CONFIG_PATH (and, when staged, --define-variable=prefix=DESTDIR+PREFIX).
@@ -81,13 +82,20 @@ check_install() {
   out=$("$scratch/consumer-static") || fail "static consumer failed"
   ok "consumer.c linked statically (pkg-config --static --libs longmix: $static): $out"
 
-  local plugin
+  local plugin so summary
   for plugin in "${PLUGIN_SOURCES[@]}"; do
+    so="$scratch/$(basename "${plugin%.c}").so"
+    # a copy outside the tree, so only the installed headers can be found
+    cp "$plugin" examples/plugins/naive_ops.h "$scratch/"
     # shellcheck disable=SC2086
-    "$CC" -std=c17 -Wall -Wextra -Werror -shared -fPIC "$plugin" $cflags \
-      -o "$scratch/$(basename "${plugin%.c}").so" || fail "cannot build plugin $plugin"
+    "$CC" -std=c17 -Wall -Wextra -Wpedantic -Werror -shared -fPIC "$scratch/$(basename "$plugin")" \
+      $cflags -o "$so" -lm || fail "cannot build plugin $plugin"
+    summary=$("$dest$prefix/bin/longmix" verify --plugin "$so" contracts/kernels.json | tail -1) ||
+      fail "the installed longmix verify --plugin failed on $so: $summary"
+    [ "$summary" = "354 passed, 0 failed, 0 errors, 10 not provided" ] ||
+      fail "verify --plugin $so said '$summary'"
   done
-  [ "${#PLUGIN_SOURCES[@]}" -gt 0 ] && ok "plugins built: ${PLUGIN_SOURCES[*]}"
+  ok "plugins built with pkg-config --cflags longmix and verified: ${PLUGIN_SOURCES[*]} ($summary)"
   return 0
 }
 
