@@ -57,6 +57,8 @@ static void prepare_member(const lm_bench_config *config)
 
 const lm_ops *lm_bench_ops(const lm_bench_config *config, lm_error *err)
 {
+    if (config->ops != NULL)
+        return config->ops;
     const lm_ops *ops = lm_isa_available(config->isa) ? lm_ops_for(config->isa) : NULL;
     if (ops == NULL)
         lm_fail(err, LM_ERR_UNSUPPORTED, "ISA path %s is not available on this machine",

@@ -36,6 +36,10 @@ typedef struct lm_bench_config {
     /* Mamba-1 discretization (LM_BENCH_USES_DISC): "zoh", exact zero-order hold, or
      * "euler", the delta * B input of Mamba's own kernel and ggml; "" for other cases. */
     char disc[8];
+    /* A plugin's configuration (sweep --plugin): the table it runs instead of
+     * lm_ops_for(isa), and the CSV kernel word "plugin:NAME/op". NULL for longmix's own. */
+    const struct lm_ops *ops;
+    const char *kernel;
 } lm_bench_config;
 
 /* Which configuration fields a case reads (the others are set to 0 in its rows). */
@@ -81,7 +85,8 @@ const lm_bench_case *lm_bench_find_role(const char *role, size_t skip);
 /* True when the case lists dtype. */
 bool lm_bench_supports_dtype(const lm_bench_case *bench, const char *dtype);
 
-/* The dispatch table a configuration runs: lm_ops_for(config->isa), or NULL with
+/* The dispatch table a configuration runs: config->ops when set (a plugin's), else
+ * lm_ops_for(config->isa), or NULL with
  * LM_ERR_UNSUPPORTED "ISA path X is not available on this machine". */
 const struct lm_ops *lm_bench_ops(const lm_bench_config *config, lm_error *err);
 

@@ -19,6 +19,8 @@ typedef struct plugin_op {
     {#slot, offsetof(longmix_plugin_ops, slot), offsetof(lm_ops, slot)},
 static const plugin_op plugin_ops[] = {LONGMIX_PLUGIN_OPS(PLUGIN_OP_ROW)};
 #undef PLUGIN_OP_ROW
+_Static_assert(sizeof plugin_ops / sizeof plugin_ops[0] <= LM_PLUGIN_OP_MAX,
+               "LM_PLUGIN_OP_MAX holds every operator");
 
 #define PLUGIN_OP_TYPE_CHECK(slot, signature)                                             \
     _Static_assert(_Generic(((lm_ops *)0)->slot, signature *: 1, default: 0),             \
@@ -109,6 +111,17 @@ static bool valid_name(const char *name)
     return true;
 }
 
+void lm_plugin_table_on(const lm_plugin *plugin, const lm_ops *base, lm_ops *out)
+{
+    *out = *base;
+    out->isa = LM_ISA_SCALAR;
+    for (size_t op = 0; op < lm_plugin_op_count(); op++) {
+        generic_fn *fn = op_pointer(&plugin->ops, op);
+        if (fn != NULL)
+            memcpy((char *)out + plugin_ops[op].table_offset, &fn, sizeof fn);
+    }
+}
+
 /* Reads what the entry point returned into *plugin and builds its table. */
 static lm_status adopt(lm_plugin *plugin, const longmix_plugin *found, const char *path,
                        lm_error *err)
@@ -126,15 +139,10 @@ static lm_status adopt(lm_plugin *plugin, const longmix_plugin *found, const cha
                        "[A-Za-z0-9_.-]", path, LM_PLUGIN_NAME_MAX);
     snprintf(plugin->name, sizeof plugin->name, "%s", found->name);
     plugin->ops = found->ops;
-    plugin->table = *lm_ops_for(LM_ISA_SCALAR);
+    lm_plugin_table_on(plugin, lm_ops_for(LM_ISA_SCALAR), &plugin->table);
     size_t provided = 0;
-    for (size_t op = 0; op < lm_plugin_op_count(); op++) {
-        generic_fn *fn = op_pointer(&plugin->ops, op);
-        if (fn == NULL)
-            continue;
-        memcpy((char *)&plugin->table + plugin_ops[op].table_offset, &fn, sizeof fn);
-        provided++;
-    }
+    for (size_t op = 0; op < lm_plugin_op_count(); op++)
+        provided += op_pointer(&plugin->ops, op) != NULL;
     if (provided == 0)
         return lm_fail(err, LM_ERR_SCHEMA, "%s: plugin %s provides no operator", path,
                        plugin->name);

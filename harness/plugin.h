@@ -8,7 +8,7 @@
 #include "kernel_cases.h"
 #include "longmix_plugin.h"
 
-enum { LM_PLUGIN_NAME_MAX = 64 };
+enum { LM_PLUGIN_NAME_MAX = 64, LM_PLUGIN_OP_MAX = 32 };
 
 typedef struct lm_plugin {
     void *handle;                       /* dlopen handle */
@@ -25,7 +25,11 @@ typedef struct lm_plugin {
 lm_status lm_plugin_load(lm_plugin *plugin, const char *path, lm_error *err);
 void lm_plugin_close(lm_plugin *plugin);
 
-/* The operators of the ABI, in LONGMIX_PLUGIN_OPS order. */
+/* *out = *base with every slot the plugin provides replaced by its function, marked
+ * scalar (isa LM_ISA_SCALAR: the drivers hand it every head_dim, as to the scalar kernels). */
+void lm_plugin_table_on(const lm_plugin *plugin, const lm_ops *base, lm_ops *out);
+
+/* The operators of the ABI, in LONGMIX_PLUGIN_OPS order (at most LM_PLUGIN_OP_MAX). */
 size_t lm_plugin_op_count(void);
 const char *lm_plugin_op_name(size_t op);
 /* The kernel word (lm_kernels.h) of an operator: "attn_decode" for attn_decode_f16. */

@@ -3,6 +3,7 @@
 #include "registry.h"
 #include "cli.h"
 #include "opts.h"
+#include "plugin.h"
 #include "progress.h"
 #include "results.h"
 #include "roofline.h"
@@ -35,7 +36,8 @@ static void sweep_usage(FILE *out)
         "                     [--heads H] [--kv-heads H] [--head-dim D] [--d-inner D]\n"
         "                     [--d-state N] [--batch B] [--disc zoh|euler[,...]] [--seed S]\n"
         "                     [--oversubscribe]\n"
-        "                     [--no-roofline] [--interleave threads|all] [--list] [--dry-run]\n\n"
+        "                     [--no-roofline] [--interleave threads|all] [--list] [--dry-run]\n"
+        "                     [--plugin PATH.so]\n\n"
         "Runs every configuration (kernel x isa x threads x dtype x bits x chunk x ctx): one\n"
         "warm-up, then --reps timed repetitions (median, min, quartiles), the output checked\n"
         "against a float64 reference (a wrong output is a failed row). Rows go to a tidy CSV\n"
@@ -65,7 +67,14 @@ static void sweep_usage(FILE *out)
         "               compares the same minutes of a drifting machine. threads: the thread\n"
         "               counts of one configuration; all: every configuration of this run,\n"
         "               64 at a time (memory for all of their inputs at once)\n"
-        "  --dry-run    print the configurations, measure nothing\n");
+        "  --dry-run    print the configurations, measure nothing\n"
+        "  --plugin P   also measure the operators the plugin P provides (docs/plugins.md):\n"
+        "               each configuration of a kernel whose operator it provides is measured\n"
+        "               twice, with longmix's kernel and with the plugin's (kernel column\n"
+        "               plugin:NAME/op, same driver, threads and check against the float64\n"
+        "               reference); with --interleave threads (or all) the two are measured\n"
+        "               in turn, repetition by repetition, so their ratio compares the same\n"
+        "               minutes\n");
 }
 
 enum { MAX_KERNELS = 64 };
@@ -78,7 +87,17 @@ typedef struct sweep_options {
     int reps;
     bool resume, force, oversubscribe, no_roofline, list, dry_run;
     const char *interleave; /* NULL, "threads" or "all" */
+    const char *plugin_path; /* --plugin */
+    const struct sweep_plugin *plugin; /* loaded from plugin_path, or NULL */
 } sweep_options;
+
+/* A plugin's tables, one per ISA path (that path's table with the plugin's slots, marked
+ * scalar so the drivers hand it every head_dim), and its CSV kernel words. */
+typedef struct sweep_plugin {
+    lm_plugin loaded;
+    lm_ops tables[LM_ISA_COUNT];
+    char words[LM_PLUGIN_OP_MAX][LM_PLUGIN_NAME_MAX + 48];
+} sweep_plugin;
 
 static int fail_usage(const char *message)
 {
@@ -103,7 +122,8 @@ static int parse_options(int argc, char **argv, sweep_options *o)
                  {"--threads", &o->threads_text}, {"--isa", &o->isa_text},
                  {"--dtype", &o->dtype_text},   {"--out", &o->out_path},
                  {"--shard", &o->shard_text},   {"--preset", &o->preset},
-                 {"--interleave", &o->interleave}, {"--disc", &o->disc_text}};
+                 {"--interleave", &o->interleave}, {"--disc", &o->disc_text},
+                 {"--plugin", &o->plugin_path}};
     long reps = 5;
     struct {
         const char *name;
@@ -340,7 +360,7 @@ typedef struct sweep_plan {
 static void key_fields(const lm_bench_case *c, const lm_bench_config *k, lm_result_row *row)
 {
     memset(row, 0, sizeof *row);
-    row->kernel = c->name;
+    row->kernel = k->kernel != NULL ? k->kernel : c->name;
     row->isa = lm_isa_name(k->isa);
     row->dtype = k->dtype;
     row->threads = k->threads;
@@ -421,6 +441,21 @@ static int plan_add_discs(sweep_plan *p, const lm_bench_case *c, const sweep_gri
     return g->disc_count > 0 ? 0 : plan_add(p, c, k);
 }
 
+/* The plugin's twin of k, right after it, when the plugin provides the operator of the
+ * case at k's dtype. */
+static int plan_add_plugin(sweep_plan *p, const lm_bench_case *c, const sweep_grid *g,
+                           const lm_bench_config *k, const sweep_plugin *plugin)
+{
+    size_t op;
+    if (plugin == NULL || !lm_plugin_op_of_word(c->name, k->dtype, &op) ||
+        !lm_plugin_provides(&plugin->loaded, op))
+        return 0;
+    lm_bench_config twin = *k;
+    twin.ops = &plugin->tables[k->isa];
+    twin.kernel = plugin->words[op];
+    return plan_add_discs(p, c, g, &twin);
+}
+
 static int build_plan(const sweep_options *o, const sweep_grid *g, sweep_plan *p)
 {
     memset(p, 0, sizeof *p);
@@ -472,7 +507,8 @@ static int build_plan(const sweep_options *o, const sweep_grid *g, sweep_plan *p
                                     k.bits = dtype_bits(k.dtype, base.bits);
                                 if (!(c->uses & LM_BENCH_USES_CHUNK))
                                     k.chunk = 0;
-                                if (plan_add_discs(p, c, g, &k) != 0) {
+                                if (plan_add_discs(p, c, g, &k) != 0 ||
+                                    plan_add_plugin(p, c, g, &k, o->plugin) != 0) {
                                     plan_free(p);
                                     return fail_usage("out of memory planning the sweep");
                                 }
@@ -701,6 +737,11 @@ static int measure_all(const sweep_options *o, sweep_plan *plan, size_t *todo,
                                            &err);
         if (interrupted)
             break;
+        for (size_t g = 0; o->plugin != NULL && count > 1 && g < count; g++)
+            if (results[g].status == LM_OK && results[g].message[0] == '\0')
+                snprintf(results[g].message, sizeof results[g].message,
+                         "interleaved with %zu other configuration%s", count - 1,
+                         count == 2 ? "" : "s");
         for (size_t g = 0; g < count && exit_code == LM_EXIT_OK; g++) {
             if (s != LM_OK) /* a setup failed: failed rows with the reason */
                 setup_failed_result(cases[g], &configs[g], s, g == bad, err.message,
@@ -786,5 +827,25 @@ int lm_cmd_sweep(int argc, char **argv)
         list_kernels();
         return LM_EXIT_OK;
     }
-    return run_sweep(&o);
+    if (o.plugin_path == NULL)
+        return run_sweep(&o);
+    sweep_plugin *plugin = calloc(1, sizeof *plugin);
+    lm_error err;
+    if (plugin == NULL)
+        return fail_usage("out of memory loading the plugin");
+    if (lm_plugin_load(&plugin->loaded, o.plugin_path, &err) != LM_OK) {
+        free(plugin);
+        return fail_usage(err.message);
+    }
+    for (int isa = 0; isa < LM_ISA_COUNT; isa++)
+        if (lm_ops_for((lm_isa)isa) != NULL)
+            lm_plugin_table_on(&plugin->loaded, lm_ops_for((lm_isa)isa), &plugin->tables[isa]);
+    for (size_t op = 0; op < lm_plugin_op_count(); op++)
+        snprintf(plugin->words[op], sizeof plugin->words[op], "plugin:%s/%s",
+                 plugin->loaded.name, lm_plugin_op_name(op));
+    o.plugin = plugin;
+    rc = run_sweep(&o);
+    lm_plugin_close(&plugin->loaded);
+    free(plugin);
+    return rc;
 }

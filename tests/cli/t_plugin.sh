@@ -104,3 +104,30 @@ test_plugin_skips_contracts_of_other_schemas() {
   expect_text err "contracts/primer.json: skipped with --plugin (schema"
   expect_text out "356 passed, 0 failed, 0 errors, 10 not provided" # and the three pins
 }
+
+test_plugin_sweep_measures_beside_longmix() {
+  local dir; dir=$(plugins)
+  expect_exit 0 "$LONGMIX" sweep --plugin "$dir/naive.so" --kernel attn_decode,conv_causal,gemv_rowdot \
+    --ctx 64 --dtype f32,bf16 --reps 2 --no-roofline --interleave threads --out "$WORK/s.csv"
+  "$PYTHON" - "$WORK/s.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+kernels = [r["kernel"] for r in rows]
+# each plugin row right after longmix's row of the same configuration; gemv_rowdot: no plugin op
+assert kernels == ["attn_decode", "plugin:naive/attn_decode_f32", "attn_decode",
+                   "plugin:naive/attn_decode_bf16", "conv_causal", "plugin:naive/conv_causal_f32",
+                   "gemv_rowdot"], kernels
+key = ("isa", "threads", "dtype", "bits", "n_ctx", "heads", "kv_heads", "head_dim", "batch")
+for own, plugin in ((rows[0], rows[1]), (rows[2], rows[3]), (rows[4], rows[5])):
+    assert all(own[k] == plugin[k] for k in key), (own, plugin)
+    assert own["status"] == plugin["status"] == "ok", (own["status"], plugin["status"])
+    assert abs(float(own["checksum"]) - float(plugin["checksum"])) <= 1e-5 * abs(float(own["checksum"])) + 1e-5
+    assert float(plugin["median_s"]) > 0 and plugin["flops"] == own["flops"]
+    # measured in turn with its twin (--interleave threads): both rows say so
+    assert own["note"] == plugin["note"] == "interleaved with 1 other configuration", (own["note"], plugin["note"])
+assert rows[6]["note"] == ""
+PY
+  expect_exit 2 "$LONGMIX" sweep --plugin "$dir/no_entry.so" --kernel attn_decode --out "$WORK/x.csv"
+  expect_text err "no entry point longmix_plugin_entry"
+  [ ! -e "$WORK/x.csv" ]
+}
