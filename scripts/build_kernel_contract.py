@@ -22,10 +22,21 @@ Kernels live in modules scripts/kcases/<family>.py, loaded in name order. Each d
 and never touches this file. Nothing here runs the C code.
 
 Usage: build_kernel_contract.py [--out contracts/kernels.json] [--no-pin] [--check]
+       build_kernel_contract.py --cases KERNEL:KEY=VALUE,... [--cases ...] --out FILE [--no-pin]
+
+Cases at your own shapes: each --cases makes one case of a contract kernel (attention_decode,
+ssm_mamba1_scan, ...) by the same recipe and reference, e.g.
+    --cases attention_decode:batch=1,heads=32,kv_heads=8,head_dim=128,capacity=4096
+    --cases ssm_mamba1_scan:batch=1,length=2048,channels=64,state=16,dtype=f32,seed=7
+A key the kernel's built-in cases have under "shape" is a shape field; id, dtype (default
+f32) and seed (default 0) are the case's own; every other key is an option (true/false,
+integers, numbers, text). The new file gets its line in the SHA256SUMS beside it (printed),
+so `longmix verify FILE` and `longmix verify --plugin P FILE` check it at once.
 """
 
 import argparse
 import dataclasses
+import hashlib
 import importlib.util
 import json
 import math
@@ -177,6 +188,72 @@ def build_case(case, references):
     return entry
 
 
+def parse_value(text):
+    """A --cases value as JSON would hold it: true/false, an integer, a number, or text."""
+    if text in ("true", "false"):
+        return text == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def user_case(spec, cases):
+    """The case of one --cases KERNEL:KEY=VALUE,... (see the module's usage)."""
+    kernel, _, pairs = spec.partition(":")
+    shape_keys = {key for case in cases if case["kernel"] == kernel
+                  for key in case.get("shape", {})}
+    if not shape_keys:
+        known = sorted({case["kernel"] for case in cases if case.get("shape")})
+        raise ValueError(f"--cases {spec}: unknown kernel '{kernel}' (one of: {', '.join(known)})")
+    case = {"kernel": kernel, "dtype": "f32", "seed": 0, "shape": {}, "options": {}}
+    for pair in filter(None, pairs.split(",")):
+        key, equals, text = pair.partition("=")
+        if not equals or not key:
+            raise ValueError(f"--cases {spec}: '{pair}' is not KEY=VALUE")
+        value = parse_value(text)
+        if key in ("id", "dtype"):
+            case[key] = text
+        elif key == "seed":
+            case[key] = int(text)
+        elif key in shape_keys:
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ValueError(f"--cases {spec}: shape field {key} must be an integer")
+            case["shape"][key] = value
+        else:
+            case["options"][key] = value
+    missing = sorted(shape_keys - set(case["shape"]))
+    if missing:
+        raise ValueError(f"--cases {spec}: kernel {kernel} needs shape field(s) {', '.join(missing)}")
+    if "id" not in case:
+        words = [f"{k}{v}" for k, v in case["shape"].items()] + \
+                [f"{k}_{json.dumps(v).strip(chr(34))}" for k, v in case["options"].items()]
+        case["id"] = f"{kernel}.{case['dtype']}.user_" + "_".join(words) + f"_seed{case['seed']}"
+    return case
+
+
+def contract_text(built, about):
+    contract = {"schema": SCHEMA, "about": about, "tolerance_rule": TOLERANCE_RULE,
+                "cases": built}
+    return json.dumps(contract, indent=1, allow_nan=False) + "\n"
+
+
+def build_user(specs):
+    """A contract of the --cases specs alone."""
+    references, cases = load_families()
+    built = [build_case(user_case(spec, cases), references) for spec in specs]
+    ids = [case["id"] for case in built]
+    if len(set(ids)) != len(ids):
+        raise ValueError("two --cases make the same case id; give one of them id=...")
+    return contract_text(built, "Cases at user-given shapes (--cases of "
+                         "scripts/build_kernel_contract.py): inputs from "
+                         "numpy.random.default_rng(seed) by each kernel's recipe "
+                         "(docs/contracts.md, kernels), expected float64 statistics of the "
+                         "output, computed BLAS-free (scripts/fpmath.py).")
+
+
 def build():
     references, cases = load_families()
     seen = set()
@@ -203,13 +280,24 @@ def main():
     parser = argparse.ArgumentParser(
         description=paragraphs[0], formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=next(p for p in paragraphs if p.startswith("The same bytes")))
-    parser.add_argument("--out", default=str(ROOT / "contracts" / "kernels.json"))
+    parser.add_argument("--out", help="default contracts/kernels.json (required with --cases)")
     parser.add_argument("--no-pin", action="store_true", help="do not touch SHA256SUMS")
     parser.add_argument("--check", action="store_true",
                         help="exit 1 when the file on disk differs from a fresh build")
+    parser.add_argument("--cases", action="append", metavar="KERNEL:KEY=VALUE,...",
+                        help="a case at your own shape (repeatable): writes a contract of "
+                             "these cases alone to --out")
     args = parser.parse_args()
-    text = build()
-    out = pathlib.Path(args.out)
+    if args.cases:
+        if args.out is None or args.check:
+            parser.error("--cases writes a new file: give --out FILE (and no --check)")
+        try:
+            text = build_user(args.cases)
+        except ValueError as error:
+            parser.error(str(error))
+    else:
+        text = build()
+    out = pathlib.Path(args.out or ROOT / "contracts" / "kernels.json")
     if args.check:
         return pins.check(out, text, "/usr/bin/python3 scripts/build_kernel_contract.py")
     pins.write(out, text)
@@ -217,6 +305,8 @@ def main():
     print(f"wrote {out}: {len(cases)} cases")
     if not args.no_pin:
         print(f"pinned {out.name}: {pins.pin(out, text)}")
+    if args.cases:  # the line for a SHA256SUMS elsewhere (sha256sum format)
+        print(f"{hashlib.sha256(text.encode()).hexdigest()}  {out.name}")
     return 0
 
 

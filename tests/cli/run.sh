@@ -2,6 +2,7 @@
 # End-to-end tests of the real longmix binary. Each tests/cli/t_*.sh is sourced in a
 # subshell with $LONGMIX, $PYTHON, $WORK (a scratch folder) and the helpers below.
 # Prints one line per test and closes with "cli: N passed, N failed".
+# Usage: run.sh [t_NAME.sh ...] (default: every tests/cli/t_*.sh).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -29,8 +30,13 @@ expect_text() {
 }
 export -f expect_exit expect_text
 
-for file in "$here"/t_*.sh; do
-  [ -e "$file" ] || continue
+files=("$here"/t_*.sh)
+[ $# -eq 0 ] || files=("${@/#/$here/}")
+for file in "${files[@]}"; do
+  if [ ! -e "$file" ]; then
+    [ $# -eq 0 ] || { echo "FAIL ${file##*/}: no such test file"; failed=$((failed + 1)); }
+    continue
+  fi
   while IFS= read -r name; do
     WORK=$(mktemp -d) && export WORK
     # a plain statement, not an `if` condition: set -e stays in force inside the test
