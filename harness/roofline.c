@@ -218,7 +218,8 @@ static void roofline_usage(FILE *out)
             "2 per bf16 product), the roof of the bf16 prefill and chunked kernels. Rows go to\n"
             "the results CSV (kernel peak_fma / peak_dot_i8 / peak_dot_bf16 / stream_triad).\n"
             "  --threads LIST  e.g. 1,2 or 1..8 (default: 1..cores)\n"
-            "  --isa LIST      scalar,avx2,avx512,neon, all, active (default: all)\n"
+            "  --isa LIST      scalar, avx2, avx512, avx512vnni, avx512bf16, neon, all, active\n"
+            "                  (default: all)\n"
             "  --size BYTES    per array; k/M suffixes (e.g. 256M)\n"
             "  --reps N        timed repetitions (default 5)\n");
 }

@@ -299,7 +299,7 @@ def targets_section(res):
             + ".", "",
             Table("targets", "Speed targets of the attention and recurrent families",
                   [Col("family"), Col("target", width=0.46), Col("measured (median)", width=0.27, brief=True),
-                   Col("verdict")], [list(r) for r in t.rows], wide=True), ""]
+                   Col("verdict")], [list(r) for r in t.rows], wide=True, page_rows=22), ""]
 
 
 def lesson_section(res):

@@ -19,7 +19,7 @@ for tool in pdflatex pdftoppm pdffonts pdfinfo; do
   command -v "$tool" >/dev/null || { echo "test-report: $tool missing: scripts/install-deps.sh --latex --figures" >&2; exit 2; }
 done
 tmp=$(mktemp -d /tmp/longmix-paper.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+trap '[ -n "${KEEP_TMP:-}" ] || rm -rf "$tmp"' EXIT
 fail() { echo "  FAIL $*" >&2; exit 1; }
 ok() { echo "  ok   $*"; }
 
