@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The CI gate of longmix: build, verify, a short sweep, and `longmix compare` against the
-# committed baseline of this CPU model. The same commands run in .ci/run (this project's
-# own CI), .github/workflows/longmix.yml and .gitlab-ci.yml.
+# The CI gate of longmix: build, verify (longmix's kernels and a plugin's), a short sweep,
+# and `longmix compare` against the committed baseline of this CPU model. The same commands
+# run in .ci/run (this project's own CI), .github/workflows/longmix.yml and .gitlab-ci.yml.
 #
 #   scripts/ci-gate.sh [--out DIR] [--baselines DIR] [--update-baseline] [--no-build]
 #
-#   --out DIR          reports and CSVs (default build/ci): verify.xml, sweep-N.csv,
+#   --out DIR          reports and CSVs (default build/ci): verify.xml,
+#                      verify-plugin-NAME.xml, sweep-N.csv,
 #                      compare-N.txt / .xml / .json, compare.xml (the JUnit of the verdict)
 #   --baselines DIR    committed baselines, one per CPU model (default ci/baselines):
 #                      DIR/<cpu model as a slug>.csv
@@ -14,7 +15,9 @@
 #   --no-build         use build/longmix (or $LONGMIX) as it is
 #
 # Environment: GATE_SWEEP_ARGS (default: --preset smoke --threads 1 --reps 9 --interleave
-# all), GATE_TIME, GATE_MAX_SLOWDOWN, GATE_ALPHA, GATE_BASELINE_RUNS, GATE_VERIFY_ARGS.
+# all), GATE_TIME, GATE_MAX_SLOWDOWN, GATE_ALPHA, GATE_BASELINE_RUNS, GATE_VERIFY_ARGS,
+# GATE_PLUGINS (plugin shared objects verified on the same contracts, space-separated;
+# default the example build/plugins/naive.so, which the gate builds; empty: none).
 #
 # The rule (docs/benchmarks.md "The CI gate"): a configuration fails the gate when its
 # GATE_TIME (cpu) time's median is above the baseline's by more than GATE_MAX_SLOWDOWN (50)
@@ -47,7 +50,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 mkdir -p "$out"
-rm -f "$out"/verify.xml "$out"/sweep-*.csv "$out"/compare*
+rm -f "$out"/verify*.xml "$out"/sweep-*.csv "$out"/compare*
 lm=${LONGMIX:-build/longmix}
 step() { echo "== ci-gate: $*"; }
 
@@ -62,9 +65,23 @@ rc=0
 "$lm" verify --format junit --output "$out/verify.xml" $GATE_VERIFY_ARGS || rc=$?
 [ "$rc" -eq 0 ] || { echo "ci-gate: longmix verify failed (exit $rc); see $out/verify.xml" >&2; exit 1; }
 
-# ---- plugin verify: reserved. The plugin work adds here, for each example plugin:
-#   "$lm" verify --plugin PATH.so --format junit --output "$out/verify-plugin-NAME.xml"
-# ----
+# A plugin is checked on the same contracts (docs/plugins.md): the example naive plugin, built
+# here, unless GATE_PLUGINS names the shared objects to verify instead.
+if [ -z "${GATE_PLUGINS+set}" ]; then
+  build_dir=$(dirname "$lm")
+  step "build the example plugins (make plugins)"
+  make --no-print-directory -s plugins BUILD="${build_dir#"$PWD"/}"
+  GATE_PLUGINS=$build_dir/plugins/naive.so
+fi
+for plugin in $GATE_PLUGINS; do
+  name=$(basename "$plugin" .so)
+  step "verify the plugin $plugin -> $out/verify-plugin-$name.xml"
+  rc=0
+  # shellcheck disable=SC2086 # GATE_VERIFY_ARGS is a list of files
+  "$lm" verify --plugin "$plugin" --format junit --output "$out/verify-plugin-$name.xml" \
+    $GATE_VERIFY_ARGS || rc=$?
+  [ "$rc" -eq 0 ] || { echo "ci-gate: longmix verify --plugin $plugin failed (exit $rc); see $out/verify-plugin-$name.xml" >&2; exit 1; }
+done
 
 sweep() { # sweep N: the gate's sweep into $out/sweep-N.csv
   rm -f "$out/sweep-$1.csv"

@@ -38,3 +38,34 @@ PY
   grep -q 'failures="2"' "$WORK/ci/compare.xml"
   [ -s "$WORK/ci/sweep-2.csv" ] && [ -s "$WORK/ci/compare-2.json" ]
 }
+
+# The gate verifies a plugin on the same contracts before it sweeps: by default the example
+# naive plugin, which it builds; GATE_PLUGINS names others, and a failing one stops the gate.
+test_ci_gate_verifies_a_plugin() {
+  mkdir -p "$WORK/c"
+  "$PYTHON" scripts/build_kernel_contract.py --out "$WORK/c/mine.json" \
+    --cases attention_decode:batch=1,heads=4,kv_heads=2,head_dim=32,capacity=70 >/dev/null
+  local build; build=$(dirname "$LONGMIX")
+  expect_exit 0 env GATE_VERIFY_ARGS="$WORK/c/mine.json" \
+    GATE_SWEEP_ARGS="--kernel gemv_rowdot --ctx 16 --d-inner 16 --isa scalar --reps 3" \
+    scripts/ci-gate.sh --no-build --out "$WORK/ci" --baselines "$WORK/baselines"
+  expect_text out "== ci-gate: verify the plugin $build/plugins/naive.so -> $WORK/ci/verify-plugin-naive.xml"
+  "$PYTHON" - "$WORK/ci/verify-plugin-naive.xml" <<'PY'
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("12", "0", "0"), root.attrib
+cases = list(root.iter("testcase"))
+ours = [c.get("name") for c in cases if c.get("classname") == "plugin:naive/attn_decode_f32"]
+case = "attention_decode.f32.user_batch1_heads4_kv_heads2_head_dim32_capacity70_seed0"
+assert len(ours) == 11 and f"{case}/bounds" in ours and f"{case}/sum" in ours, ours
+assert all(len(c) == 0 for c in cases)  # no failure, error or skipped element
+PY
+  # the wrong plugin fails the gate before any sweep
+  make --no-print-directory -s plugins BUILD="${build#"$PWD"/}" >/dev/null
+  expect_exit 1 env GATE_VERIFY_ARGS="$WORK/c/mine.json" GATE_PLUGINS="$build/plugins/wrong.so" \
+    scripts/ci-gate.sh --no-build --out "$WORK/ci" --baselines "$WORK/baselines"
+  expect_text err "ci-gate: longmix verify --plugin $build/plugins/wrong.so failed (exit 1); see $WORK/ci/verify-plugin-wrong.xml"
+  ! grep -q "== ci-gate: sweep" "$WORK/out"
+  grep -q '<failure' "$WORK/ci/verify-plugin-wrong.xml"
+  [ ! -e "$WORK/ci/verify-plugin-naive.xml" ]   # the earlier run's report is gone
+}
