@@ -72,6 +72,9 @@ typedef struct lm_bench_case {
                        double *err_max, lm_error *err);
     void (*cost)(const lm_bench_config *config, double *flops, double *bytes);
     void (*teardown)(void *state);
+    /* The kernel word whose slots the case drives when it is not `name` (mamba1_step runs
+     * the mamba1_scan slot at length 1), or NULL: what sweep --plugin measures it with. */
+    const char *slot_word;
 } lm_bench_case;
 
 /* All registered cases, in registry order (harness/registry.c). */

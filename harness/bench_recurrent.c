@@ -226,6 +226,7 @@ const lm_bench_case lm_bench_mamba1_step = {
     .check = mamba_check,
     .cost = step_cost,
     .teardown = mamba_teardown,
+    .slot_word = "mamba1_scan",
 };
 
 /* ---- causal depthwise convolution (width 4) -------------------------------------------- */

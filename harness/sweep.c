@@ -443,12 +443,13 @@ static int plan_add_discs(sweep_plan *p, const lm_bench_case *c, const sweep_gri
 }
 
 /* The plugin's twin of k, right after it, when the plugin provides the operator of the
- * case at k's dtype. */
+ * case (of the slots it drives) at k's dtype. */
 static int plan_add_plugin(sweep_plan *p, const lm_bench_case *c, const sweep_grid *g,
                            const lm_bench_config *k, const sweep_plugin *plugin)
 {
     size_t op;
-    if (plugin == NULL || !lm_plugin_op_of_word(c->name, k->dtype, &op) ||
+    const char *word = c->slot_word != NULL ? c->slot_word : c->name;
+    if (plugin == NULL || !lm_plugin_op_of_word(word, k->dtype, &op) ||
         !lm_plugin_provides(&plugin->loaded, op))
         return 0;
     lm_bench_config twin = *k;

@@ -107,18 +107,21 @@ test_plugin_skips_contracts_of_other_schemas() {
 
 test_plugin_sweep_measures_beside_longmix() {
   local dir; dir=$(plugins)
-  expect_exit 0 "$LONGMIX" sweep --plugin "$dir/naive.so" --kernel attn_decode,conv_causal,gemv_rowdot \
-    --ctx 64 --dtype f32,bf16 --reps 2 --no-roofline --interleave threads --out "$WORK/s.csv"
+  expect_exit 0 "$LONGMIX" sweep --plugin "$dir/naive.so" --kernel attn_decode,conv_causal,gemv_rowdot,mamba1_step \
+    --ctx 64 --dtype f32,bf16 --d-inner 64 --reps 2 --no-roofline --interleave threads --out "$WORK/s.csv"
   "$PYTHON" - "$WORK/s.csv" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 kernels = [r["kernel"] for r in rows]
-# each plugin row right after longmix's row of the same configuration; gemv_rowdot: no plugin op
+# each plugin row right after longmix's row of the same configuration; gemv_rowdot: no plugin
+# op; the Mamba-1 step runs the plugin's scan operator at length 1
 assert kernels == ["attn_decode", "plugin:naive/attn_decode_f32", "attn_decode",
                    "plugin:naive/attn_decode_bf16", "conv_causal", "plugin:naive/conv_causal_f32",
-                   "gemv_rowdot"], kernels
-key = ("isa", "threads", "dtype", "bits", "n_ctx", "heads", "kv_heads", "head_dim", "batch")
-for own, plugin in ((rows[0], rows[1]), (rows[2], rows[3]), (rows[4], rows[5])):
+                   "gemv_rowdot", "mamba1_step", "plugin:naive/mamba1_scan_f32"], kernels
+key = ("isa", "threads", "dtype", "bits", "n_ctx", "heads", "kv_heads", "head_dim", "d_inner",
+       "d_state", "batch", "disc")
+assert rows[8]["n_ctx"] == "0" and rows[8]["d_inner"] == "64" and rows[8]["disc"] == "zoh"
+for own, plugin in ((rows[0], rows[1]), (rows[2], rows[3]), (rows[4], rows[5]), (rows[7], rows[8])):
     assert all(own[k] == plugin[k] for k in key), (own, plugin)
     assert own["status"] == plugin["status"] == "ok", (own["status"], plugin["status"])
     assert abs(float(own["checksum"]) - float(plugin["checksum"])) <= 1e-5 * abs(float(own["checksum"])) + 1e-5
