@@ -29,9 +29,10 @@ ssm_mamba1_scan, ...) by the same recipe and reference, e.g.
     --cases attention_decode:batch=1,heads=32,kv_heads=8,head_dim=128,capacity=4096
     --cases ssm_mamba1_scan:batch=1,length=2048,channels=64,state=16,dtype=f32,seed=7
 A key the kernel's built-in cases have under "shape" is a shape field; id, dtype (default
-f32) and seed (default 0) are the case's own; every other key is an option (true/false,
-integers, numbers, text). The new file gets its line in the SHA256SUMS beside it (printed),
-so `longmix verify FILE` and `longmix verify --plugin P FILE` check it at once.
+f32) and seed (default 0) are the case's own; every other key is an option its built-in
+cases use (true/false, integers, numbers, text; another key is refused). The new file gets
+its line in the SHA256SUMS beside it (printed), so `longmix verify FILE` and
+`longmix verify --plugin P FILE` check it at once.
 """
 
 import argparse
@@ -208,6 +209,8 @@ def user_case(spec, cases):
     if not shape_keys:
         known = sorted({case["kernel"] for case in cases if case.get("shape")})
         raise ValueError(f"--cases {spec}: unknown kernel '{kernel}' (one of: {', '.join(known)})")
+    option_keys = {key for case in cases if case["kernel"] == kernel
+                   for key in case.get("options", {})}
     case = {"kernel": kernel, "dtype": "f32", "seed": 0, "shape": {}, "options": {}}
     for pair in filter(None, pairs.split(",")):
         key, equals, text = pair.partition("=")
@@ -222,8 +225,12 @@ def user_case(spec, cases):
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ValueError(f"--cases {spec}: shape field {key} must be an integer")
             case["shape"][key] = value
-        else:
+        elif key in option_keys:
             case["options"][key] = value
+        else:
+            known = ", ".join(sorted(shape_keys | option_keys | {"id", "dtype", "seed"}))
+            raise ValueError(f"--cases {spec}: kernel {kernel} has no field or option "
+                             f"'{key}' (one of: {known})")
     missing = sorted(shape_keys - set(case["shape"]))
     if missing:
         raise ValueError(f"--cases {spec}: kernel {kernel} needs shape field(s) {', '.join(missing)}")
@@ -279,7 +286,8 @@ def main():
     paragraphs = __doc__.split("\n\n")
     parser = argparse.ArgumentParser(
         description=paragraphs[0], formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=next(p for p in paragraphs if p.startswith("The same bytes")))
+        epilog="\n\n".join(p for p in paragraphs
+                             if p.startswith(("Cases at your own shapes", "The same bytes"))))
     parser.add_argument("--out", help="default contracts/kernels.json (required with --cases)")
     parser.add_argument("--no-pin", action="store_true", help="do not touch SHA256SUMS")
     parser.add_argument("--check", action="store_true",

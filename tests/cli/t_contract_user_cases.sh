@@ -64,6 +64,9 @@ test_user_cases_bad_spec_is_usage_error() {
   expect_text err "unknown kernel 'nosuch' (one of: "
   expect_exit 2 "$PYTHON" scripts/build_kernel_contract.py --out "$WORK/x.json" --cases gemv_rowdot:n=3
   expect_text err "kernel gemv_rowdot needs shape field(s) d"
+  expect_exit 2 "$PYTHON" scripts/build_kernel_contract.py --out "$WORK/x.json" \
+    --cases ssm_mamba1_scan:batch=1,length=10,channels=4,state=4,exact_zho=true
+  expect_text err "kernel ssm_mamba1_scan has no field or option 'exact_zho' (one of: batch, bias, channels, dtype, exact_zoh, gate, h0, id, length, positive_a, seed, skip, state, zero_modes)"
   expect_exit 2 "$PYTHON" scripts/build_kernel_contract.py --cases gemv_rowdot:n=3,d=4
   expect_text err "--cases writes a new file: give --out FILE"
   [ ! -e "$WORK/x.json" ]
