@@ -5,8 +5,10 @@
 #include "crossover.h"
 
 #include "bench.h"
+#include "busy_watch.h"
 #include "cli.h"
 #include "csv.h"
+#include "omp_wait.h"
 #include "opts.h"
 #include "progress.h"
 #include "roofline.h"
@@ -56,24 +58,31 @@ static void crossover_usage(FILE *out)
         "usage: longmix crossover [--threads LIST] [--isa LIST] [--ctx LIST] [--prefill-ctx LIST]\n"
         "                         [--dtype LIST] [--reps N] [--out results/crossover.csv]\n"
         "                         [--summary results/crossover_summary.csv] [--no-decode]\n"
-        "                         [--no-prefill] [--no-roofline] [geometry options]\n\n"
+        "                         [--no-prefill] [--no-roofline] [--oversubscribe]\n"
+        "                         [geometry options]\n\n"
         "Measures, per thread count, one decode token of attention over n cached tokens (per KV\n"
         "dtype) against one SSM step (Mamba-1, N = d_state; Mamba-2 SSD, N = d_state_m2), and\n"
         "the prefill of n tokens by causal attention against the Mamba-1 selective scan, the\n"
-        "chunked Mamba-2 SSD and chunked linear attention, all per layer. Prints a Markdown table: the measured crossover n*\n"
-        "(log-log interpolation between the two bracketing measurements, printed too) beside\n"
-        "the memory crossover (KV bytes vs the recurrent state, kernels/arith) and the FLOP\n"
-        "crossover (the kernels' own flop counts). Whole-model times are layers x per-layer;\n"
-        "the crossover n* does not depend on the layer count.\n"
+        "chunked Mamba-2 SSD and chunked linear attention, all per layer. Prints Markdown: per\n"
+        "comparison the measured crossover n* (log-log interpolation between the grid points\n"
+        "around it, printed too) beside the memory crossover (the KV cache in that row's dtype\n"
+        "against the recurrent state, kernels/arith) and the FLOP crossover (the kernels' own\n"
+        "flop counts), and one plain sentence per result. A result with measurements behind it\n"
+        "that were taken on a busy machine (the CSV's disturbed column) or were unsteady\n"
+        "((p75 - min) / median > 20 %%) is marked not trusted. An existing --out file is\n"
+        "replaced (said on stderr). Whole-model times are layers x per-layer; the crossover\n"
+        "n* does not depend on the layer count.\n"
         "  --ctx LIST          decode grid (default 64..16384)\n"
         "  --prefill-ctx LIST  prefill grid (default 256..4096)\n"
-        "  --threads LIST      default auto: 1 and the core count\n"
+        "  --threads LIST      default auto: 1 and the core count; above the core count\n"
+        "                      needs --oversubscribe\n"
         "  --isa LIST          default: active\n"
         "  --dtype LIST        KV storage for decode (default f32,f16,bf16)\n"
         "  --reps N            timed repetitions (default 3)\n"
         "geometry (defaults: the M8 contract):\n"
         "  --d-model 4096 --layers 32 --heads 32 --kv-heads 8 --head-dim 128\n"
         "  --d-inner 8192 --d-state 16 --d-state-m2 128 --conv 4 --bytes-per-value 2\n"
+        "  (--bytes-per-value: of the recurrent state; the KV cache's are its dtype's)\n"
         "  (--heads defaults to d_model / head_dim: the FLOP count 4 n d_model of the M8\n"
         "  scenario is the attention case's 4 n heads head_dim)\n");
 }
@@ -86,7 +95,7 @@ typedef struct crossover_options {
     const char *threads_text, *isa_text, *ctx_text, *prefill_text, *dtype_text;
     const char *out_path, *summary_path;
     int reps;
-    bool no_decode, no_prefill, no_roofline;
+    bool no_decode, no_prefill, no_roofline, oversubscribe;
     geometry g;
 } crossover_options;
 
@@ -137,6 +146,8 @@ static int parse(int argc, char **argv, crossover_options *o)
             o->no_prefill = known = true;
         else if (strcmp(a, "--no-roofline") == 0)
             o->no_roofline = known = true;
+        else if (strcmp(a, "--oversubscribe") == 0)
+            o->oversubscribe = known = true;
         if (known)
             continue;
         if (i + 1 >= argc) {
@@ -187,20 +198,29 @@ typedef struct run_context {
     lm_csv *rows;
     lm_csv *summary;
     lm_progress progress;
+    lm_busy_watch watch;
     size_t done;
     lm_roofline_limits limits;
     bool have_limits;
     int failures;
 } run_context;
 
-/* Measures one configuration, appends its row, returns the median seconds (0 on failure). */
-static double measure(run_context *rc, const lm_bench_case *c, const lm_bench_config *k)
+/* One measured configuration: its median seconds (0 when it failed) and whether the
+ * machine was busy (disturbed) or its repetitions spread (unsteady). */
+typedef struct point {
+    double t;
+    bool disturbed, unsteady;
+} point;
+
+/* Measures one configuration and appends its row. */
+static point measure(run_context *rc, const lm_bench_case *c, const lm_bench_config *k)
 {
     lm_bench_result r;
     lm_error err;
     char label[128];
     snprintf(label, sizeof label, "%s %s t%d n=%ld", c->name, k->dtype, k->threads, k->n_ctx);
     lm_progress_update(&rc->progress, rc->done++, label);
+    double since = lm_now();
     lm_status s = lm_bench_measure(c, k, rc->o->reps, NULL, &r, &err);
     if (s != LM_OK) {
         memset(&r, 0, sizeof r);
@@ -227,14 +247,15 @@ static double measure(run_context *rc, const lm_bench_case *c, const lm_bench_co
         row.roofline_frac = attainable > 0.0 ? row.gflops / attainable : 0.0;
     }
     row.status = r.status == LM_OK ? "ok" : r.status == LM_ERR_NUMERIC ? "wrong" : "error";
+    lm_busy_watch_row(&rc->watch, since, &row);
     lm_result_append(rc->rows, rc->meta, &row, NULL);
     if (r.status != LM_OK) {
         lm_progress_finish(&rc->progress);
         fprintf(stderr, "longmix crossover: %s: %s\n", label, r.message);
         rc->failures++;
-        return 0.0;
+        return (point){0};
     }
-    return t;
+    return (point){t, row.disturbed, lm_unsteady(r.time.min, r.time.median, r.time.p75)};
 }
 
 static void base_config(const lm_bench_case *c, lm_isa isa, int threads, const geometry *g,
@@ -281,17 +302,29 @@ static double flop_crossover(const lm_bench_case *a, const lm_bench_config *ka,
     return (double)lo;
 }
 
-/* The memory crossover of the M8 arithmetic: KV bytes per token vs one sequence's recurrent
- * state (SSM + conv tail) at `d_state`, conv channels d_inner (+ 2 d_state for Mamba-2). */
-static double memory_crossover(const geometry *g, long d_state, bool mamba2, long long *first)
+/* Bytes per cached value of a KV dtype (f32 4, f16 and bf16 2); 0 when unknown. */
+static long kv_value_bytes(const char *dtype)
 {
-    lm_kv_cache_geometry kv = {g->layers, g->kv_heads, g->head_dim, g->bpv};
+    if (strcmp(dtype, "f32") == 0)
+        return 4;
+    if (strcmp(dtype, "f16") == 0 || strcmp(dtype, "bf16") == 0)
+        return 2;
+    return 0;
+}
+
+/* The memory crossover of the M8 arithmetic: KV bytes per token at `kv_bytes` per value vs
+ * one sequence's recurrent state (SSM + conv tail, g->bpv bytes per value) at `d_state`,
+ * conv channels d_inner (+ 2 d_state for Mamba-2). */
+static double memory_crossover(const geometry *g, long d_state, bool mamba2, long kv_bytes,
+                               long long *first)
+{
+    lm_kv_cache_geometry kv = {g->layers, g->kv_heads, g->head_dim, kv_bytes};
     lm_ssm_state_geometry ssm = {g->layers, g->d_inner, d_state, g->conv,
                                  g->d_inner + (mamba2 ? 2 * d_state : 0), g->bpv};
     long long per_token;
     lm_ssm_state_bytes state;
     lm_memory_crossover x;
-    if (lm_arith_kv_bytes_per_token(&kv, &per_token, NULL) != LM_OK ||
+    if (kv_bytes < 1 || lm_arith_kv_bytes_per_token(&kv, &per_token, NULL) != LM_OK ||
         lm_arith_ssm_state_bytes(&ssm, 1, &state, NULL) != LM_OK ||
         lm_arith_memory_crossover(per_token, state.total_bytes, &x, NULL) != LM_OK) {
         *first = 0;
@@ -313,74 +346,129 @@ static void fmt_time(char *out, size_t size, double s)
         snprintf(out, size, "%.2f s", s);
 }
 
-/* One summary line: the measured crossover of a vs b, its bracket, memory and FLOP n*. */
-static void report_crossover(run_context *rc, const char *phase, const char *a_name,
-                             const char *b_name, const char *dtype, lm_isa isa, int threads,
-                             const long *n, const double *ta, const double *tb, size_t count,
-                             double memory_n, double flop_n)
+/* One comparison: attention's points against the other method's over the grid n. */
+typedef struct comparison {
+    const char *phase, *a_name, *b_name; /* the summary's phase, method_a, method_b */
+    const char *other;                   /* the other method in the sentence */
+    const char *dtype;
+    lm_isa isa;
+    int threads;
+    const long *n;
+    const point *a, *b; /* {count}; b_flat: b[0] stands for every n (one decode step) */
+    bool b_flat, decode;
+    size_t count;
+    double memory_n, flop_n;
+} comparison;
+
+/* The measured points behind a result: the indices 0..hi (found), 0 (below the grid) or
+ * every one (above the grid), attention's and the other's (a flat b counted once). */
+static void trust_counts(const comparison *c, const size_t *index, size_t m,
+                         const lm_crossover_point *p, lm_crossover_words *w)
+{
+    size_t last = p->where == 0 ? p->hi : p->where < 0 ? 0 : m - 1;
+    for (size_t j = 0; j <= last && j < m; j++) {
+        const point *pa = &c->a[index[j]], *pb = &c->b[c->b_flat ? 0 : index[j]];
+        w->points += 1 + (!c->b_flat || j == 0);
+        w->disturbed += pa->disturbed + ((!c->b_flat || j == 0) && pb->disturbed);
+        w->unsteady += pa->unsteady + ((!c->b_flat || j == 0) && pb->unsteady);
+    }
+}
+
+/* One table row, one sentence (into `sentence`) and one summary line for comparison c. */
+static void report_crossover(run_context *rc, const comparison *c, char *sentence, size_t size)
 {
     double nd[LM_LIST_MAX], a[LM_LIST_MAX], b[LM_LIST_MAX];
-    size_t m = 0;
-    for (size_t i = 0; i < count; i++)
-        if (ta[i] > 0.0 && tb[i] > 0.0) {
-            nd[m] = (double)n[i], a[m] = ta[i], b[m] = tb[i];
+    size_t index[LM_LIST_MAX], m = 0;
+    for (size_t i = 0; i < c->count; i++) {
+        double tb = c->b[c->b_flat ? 0 : i].t;
+        if (c->a[i].t > 0.0 && tb > 0.0) {
+            nd[m] = (double)c->n[i], a[m] = c->a[i].t, b[m] = tb, index[m] = i;
             m++;
         }
+    }
     lm_crossover_point p = {0};
-    char measured[64] = "no data", bracket[160] = "-", t1[32], t2[32], t3[32], t4[32];
     lm_status s = lm_crossover_find(nd, a, b, m, &p, NULL);
+    lm_crossover_words w = {.decode = c->decode, .other = c->other, .dtype = c->dtype,
+                            .grid_option = c->decode ? "--ctx" : "--prefill-ctx",
+                            .threads = c->threads, .where = p.where, .n_star = p.n_star,
+                            .n_first = m ? nd[0] : 0.0, .n_last = m ? nd[m - 1] : 0.0};
+    if (s == LM_OK)
+        trust_counts(c, index, m, &p, &w);
+    const bool trusted = w.disturbed == 0 && w.unsteady == 0;
+    lm_crossover_sentence(&w, sentence, size);
+    char measured[64] = "no data", around[160] = "-", t1[32], t2[32], t3[32], t4[32], n1[32];
     if (s == LM_OK && p.where == 0) {
-        snprintf(measured, sizeof measured, "%.0f", p.n_star);
+        lm_format_count(n1, sizeof n1, p.n_star);
+        snprintf(measured, sizeof measured, trusted ? "**%s**" : "%s", n1);
         fmt_time(t1, sizeof t1, a[p.lo]), fmt_time(t2, sizeof t2, b[p.lo]);
         fmt_time(t3, sizeof t3, a[p.hi]), fmt_time(t4, sizeof t4, b[p.hi]);
-        snprintf(bracket, sizeof bracket, "n=%.0f: %s < %s; n=%.0f: %s >= %s", nd[p.lo], t1, t2,
+        snprintf(around, sizeof around, "n=%.0f: %s vs %s; n=%.0f: %s vs %s", nd[p.lo], t1, t2,
                  nd[p.hi], t3, t4);
-    } else if (s == LM_OK && p.where < 0) {
-        snprintf(measured, sizeof measured, "<= %.0f", nd[0]);
-        fmt_time(t1, sizeof t1, a[0]), fmt_time(t2, sizeof t2, b[0]);
-        snprintf(bracket, sizeof bracket, "n=%.0f: %s >= %s", nd[0], t1, t2);
     } else if (s == LM_OK) {
-        snprintf(measured, sizeof measured, "> %.0f", nd[m - 1]);
-        fmt_time(t1, sizeof t1, a[m - 1]), fmt_time(t2, sizeof t2, b[m - 1]);
-        snprintf(bracket, sizeof bracket, "n=%.0f: %s < %s", nd[m - 1], t1, t2);
+        size_t at = p.where < 0 ? 0 : m - 1;
+        lm_format_count(n1, sizeof n1, nd[at]);
+        snprintf(measured, sizeof measured, "%s %s (grid end)", p.where < 0 ? "<=" : ">", n1);
+        fmt_time(t1, sizeof t1, a[at]), fmt_time(t2, sizeof t2, b[at]);
+        snprintf(around, sizeof around, "n=%.0f: %s vs %s", nd[at], t1, t2);
     }
-    char mem[32] = "-", flop[32] = "-";
-    if (memory_n > 0.0)
-        snprintf(mem, sizeof mem, "%g", memory_n);
-    if (flop_n > 0.0)
-        snprintf(flop, sizeof flop, "%.0f", flop_n);
-    printf("| %s | %s vs %s | %s | %s | %d | **%s** | %s | %s | %s |\n", phase, a_name, b_name,
-           dtype, lm_isa_name(isa), threads, measured, bracket, mem, flop);
-    char cells[14][96];
-    const char *ptrs[14];
-    snprintf(cells[0], 96, "%s", phase);
-    snprintf(cells[1], 96, "%s", a_name);
-    snprintf(cells[2], 96, "%s", b_name);
-    snprintf(cells[3], 96, "%s", dtype);
-    snprintf(cells[4], 96, "%s", lm_isa_name(isa));
-    snprintf(cells[5], 96, "%d", threads);
+    char mem[32] = "-", flop[32] = "-", trust[64] = "ok";
+    if (c->memory_n > 0.0)
+        snprintf(mem, sizeof mem, "%g", c->memory_n);
+    if (c->flop_n > 0.0)
+        lm_format_count(flop, sizeof flop, c->flop_n);
+    if (w.disturbed > 0)
+        snprintf(trust, sizeof trust, "not trusted: %zu of %zu busy", w.disturbed, w.points);
+    else if (w.unsteady > 0)
+        snprintf(trust, sizeof trust, "not trusted: %zu of %zu unsteady", w.unsteady, w.points);
+    else if (s != LM_OK)
+        snprintf(trust, sizeof trust, "failed");
+    printf("| %s | %s vs %s | %s | %s | %d | %s | %s | %s | %s | %s |\n", c->phase, c->a_name,
+           c->b_name, c->dtype, lm_isa_name(c->isa), c->threads, measured, around, mem, flop,
+           trust);
+    enum { CELLS = 16 };
+    char cells[CELLS][96];
+    const char *ptrs[CELLS];
+    snprintf(cells[0], 96, "%s", c->phase);
+    snprintf(cells[1], 96, "%s", c->a_name);
+    snprintf(cells[2], 96, "%s", c->b_name);
+    snprintf(cells[3], 96, "%s", c->dtype);
+    snprintf(cells[4], 96, "%s", lm_isa_name(c->isa));
+    snprintf(cells[5], 96, "%d", c->threads);
     snprintf(cells[6], 96, "%s", s == LM_OK ? (p.where == 0 ? "found" : p.where < 0 ? "below_grid" : "above_grid") : "no_data");
     snprintf(cells[7], 96, "%.6g", s == LM_OK ? p.n_star : 0.0);
     snprintf(cells[8], 96, "%.0f", s == LM_OK && m ? nd[p.lo] : 0.0);
     snprintf(cells[9], 96, "%.6g", s == LM_OK && m ? a[p.lo] : 0.0);
     snprintf(cells[10], 96, "%.6g", s == LM_OK && m ? b[p.lo] : 0.0);
     snprintf(cells[11], 96, "%.0f", s == LM_OK && m ? nd[p.hi] : 0.0);
-    snprintf(cells[12], 96, "%g", memory_n);
-    snprintf(cells[13], 96, "%g", flop_n);
-    for (int i = 0; i < 14; i++)
+    snprintf(cells[12], 96, "%g", c->memory_n);
+    snprintf(cells[13], 96, "%g", c->flop_n);
+    snprintf(cells[14], 96, "%s", s != LM_OK ? "failed" : w.disturbed ? "disturbed"
+                                  : w.unsteady ? "unsteady" : "ok");
+    for (int i = 0; i < CELLS - 1; i++)
         ptrs[i] = cells[i];
+    ptrs[CELLS - 1] = sentence;
     lm_csv_append(rc->summary, ptrs, NULL);
 }
 
 static void crossover_header(void)
 {
-    printf("| phase | comparison | KV dtype | isa | threads | measured n* | bracketing "
-           "measurements | memory n* | FLOP n* |\n|---|---|---|---|--:|--:|---|--:|--:|\n");
+    printf("| phase | comparison | KV cache | ISA | threads | measured crossover n* (tokens) "
+           "| times at the grid points around it (attention vs other) | memory crossover "
+           "(tokens, this cache) | FLOP crossover (tokens) | trust |\n"
+           "|---|---|---|---|--:|--:|---|--:|--:|---|\n");
 }
 
-static const char *const summary_columns[14] = {
+/* The sentences of the results just tabled, as a list. */
+static void print_sentences(char sentences[][640], size_t count)
+{
+    printf("\n");
+    for (size_t i = 0; i < count; i++)
+        printf("- %s\n", sentences[i]);
+}
+
+static const char *const summary_columns[16] = {
     "phase", "method_a", "method_b", "dtype", "isa", "threads", "found", "n_star",
-    "lo_n", "lo_a_s", "lo_b_s", "hi_n", "memory_n", "flop_n"};
+    "lo_n", "lo_a_s", "lo_b_s", "hi_n", "memory_n", "flop_n", "trust", "sentence"};
 
 static void run_decode(run_context *rc, lm_isa isa, int threads, const long *ctx,
                        size_t ctx_count, char dtypes[][32], size_t dtype_count)
@@ -400,27 +488,28 @@ static void run_decode(run_context *rc, lm_isa isa, int threads, const long *ctx
     lm_bench_config ks[2], ka;
     long states[2] = {o->g.d_state, o->g.d_state_m2};
     const char *names[2] = {"Mamba-1 step", ssd ? "Mamba-2 SSD step" : "Mamba-2-like step"};
-    double t_ssm[2];
+    const char *others[2] = {"Mamba-1", ssd ? "Mamba-2 SSD" : "Mamba-2-like"};
+    point p_ssm[2];
     for (int m = 0; m < 2; m++) {
         base_config(steps[m], isa, threads, &o->g, &ks[m]);
         ks[m].d_state = states[m];
-        t_ssm[m] = measure(rc, steps[m], &ks[m]);
+        p_ssm[m] = measure(rc, steps[m], &ks[m]);
     }
-    double t_attn[LM_LIST_MAX][LM_LIST_MAX] = {{0}};
+    point p_attn[LM_LIST_MAX][LM_LIST_MAX] = {{{0}}};
     for (size_t d = 0; d < dtype_count; d++)
         for (size_t i = 0; i < ctx_count; i++) {
             base_config(attn, isa, threads, &o->g, &ka);
             snprintf(ka.dtype, sizeof ka.dtype, "%.15s", dtypes[d]);
             ka.bits = strcmp(dtypes[d], "f32") == 0 ? 32 : 16;
             ka.n_ctx = ctx[i];
-            t_attn[d][i] = measure(rc, attn, &ka);
+            p_attn[d][i] = measure(rc, attn, &ka);
         }
     lm_progress_finish(&rc->progress);
     char t[32];
     printf("\n### Decode, one token, per layer (%s, %d thread%s)\n\n| n cached |", lm_isa_name(isa),
            threads, threads == 1 ? "" : "s");
     for (size_t d = 0; d < dtype_count; d++)
-        printf(" attention %s |", dtypes[d]);
+        printf(" attention, %s cache |", dtypes[d]);
     printf(" %s (N=%ld) | %s (N=%ld) |\n|--:|", names[0], states[0], names[1], states[1]);
     for (size_t d = 0; d < dtype_count + 2; d++)
         printf("--:|");
@@ -428,31 +517,34 @@ static void run_decode(run_context *rc, lm_isa isa, int threads, const long *ctx
     for (size_t i = 0; i < ctx_count; i++) {
         printf("| %ld |", ctx[i]);
         for (size_t d = 0; d < dtype_count; d++) {
-            fmt_time(t, sizeof t, t_attn[d][i]);
-            printf(" %s |", t);
+            fmt_time(t, sizeof t, p_attn[d][i].t);
+            printf(" %s%s |", t, p_attn[d][i].disturbed ? " (busy)" : "");
         }
         for (int m = 0; m < 2; m++) {
-            fmt_time(t, sizeof t, t_ssm[m]);
-            printf(" %s |", t);
+            fmt_time(t, sizeof t, p_ssm[m].t);
+            printf(" %s%s |", t, p_ssm[m].disturbed ? " (busy)" : "");
         }
         printf("\n");
     }
     printf("\n");
     crossover_header();
+    char sentences[2 * LM_LIST_MAX][640];
+    size_t said = 0;
     for (size_t d = 0; d < dtype_count; d++)
         for (int m = 0; m < 2; m++) {
-            double flat[LM_LIST_MAX];
-            for (size_t i = 0; i < ctx_count; i++)
-                flat[i] = t_ssm[m];
             long long first;
-            double memory_n = memory_crossover(&o->g, states[m], m == 1, &first);
             base_config(attn, isa, threads, &o->g, &ka);
-            double flop_n = flop_crossover(attn, &ka, steps[m], &ks[m]);
-            char a_name[48];
-            snprintf(a_name, sizeof a_name, "attention");
-            report_crossover(rc, "decode", a_name, names[m], dtypes[d], isa, threads, ctx,
-                             t_attn[d], flat, ctx_count, memory_n, flop_n);
+            comparison c = {.phase = "decode", .a_name = "attention", .b_name = names[m],
+                            .other = others[m], .dtype = dtypes[d], .isa = isa,
+                            .threads = threads, .n = ctx, .a = p_attn[d], .b = &p_ssm[m],
+                            .b_flat = true, .decode = true, .count = ctx_count,
+                            .memory_n = memory_crossover(&o->g, states[m], m == 1,
+                                                         kv_value_bytes(dtypes[d]), &first),
+                            .flop_n = flop_crossover(attn, &ka, steps[m], &ks[m])};
+            report_crossover(rc, &c, sentences[said], sizeof sentences[said]);
+            said++;
         }
+    print_sentences(sentences, said);
 }
 
 static void run_prefill(run_context *rc, lm_isa isa, int threads, const long *ctx,
@@ -466,16 +558,18 @@ static void run_prefill(run_context *rc, lm_isa isa, int threads, const long *ct
                                            lm_bench_find_role("prefill_linear", 0)};
     static const char *const missing[OTHERS] = {"selective scan", "Mamba-2 SSD",
                                                 "chunked linear attention"};
+    static const char *const said_as[OTHERS] = {"Mamba-1 selective-scan", "chunked Mamba-2 SSD",
+                                                "chunked linear-attention"};
     if (attn == NULL) {
         printf("\n(prefill: no prefill_attention kernel registered yet)\n");
         return;
     }
-    double t_attn[LM_LIST_MAX] = {0}, t_other[OTHERS][LM_LIST_MAX] = {{0}};
+    point p_attn[LM_LIST_MAX] = {{0}}, p_other[OTHERS][LM_LIST_MAX] = {{{0}}};
     lm_bench_config ka, ko[OTHERS];
     for (size_t i = 0; i < ctx_count; i++) {
         base_config(attn, isa, threads, &o->g, &ka);
         ka.n_ctx = ctx[i];
-        t_attn[i] = measure(rc, attn, &ka);
+        p_attn[i] = measure(rc, attn, &ka);
         for (int m = 0; m < OTHERS; m++) {
             if (others[m] == NULL)
                 continue;
@@ -483,7 +577,7 @@ static void run_prefill(run_context *rc, lm_isa isa, int threads, const long *ct
             if (m == 1)
                 ko[m].d_state = o->g.d_state_m2;
             ko[m].n_ctx = ctx[i];
-            t_other[m][i] = measure(rc, others[m], &ko[m]);
+            p_other[m][i] = measure(rc, others[m], &ko[m]);
         }
     }
     lm_progress_finish(&rc->progress);
@@ -498,31 +592,71 @@ static void run_prefill(run_context *rc, lm_isa isa, int threads, const long *ct
         printf("%s", others[m] ? "--:|" : "");
     printf("\n");
     for (size_t i = 0; i < ctx_count; i++) {
-        fmt_time(t, sizeof t, t_attn[i]);
-        printf("| %ld | %s |", ctx[i], t);
+        fmt_time(t, sizeof t, p_attn[i].t);
+        printf("| %ld | %s%s |", ctx[i], t, p_attn[i].disturbed ? " (busy)" : "");
         for (int m = 0; m < OTHERS; m++)
             if (others[m]) {
-                fmt_time(t, sizeof t, t_other[m][i]);
-                printf(" %s |", t);
+                fmt_time(t, sizeof t, p_other[m][i].t);
+                printf(" %s%s |", t, p_other[m][i].disturbed ? " (busy)" : "");
             }
         printf("\n");
     }
     printf("\n");
     crossover_header();
+    char sentences[OTHERS][640];
+    size_t said = 0;
     for (int m = 0; m < OTHERS; m++) {
         if (others[m] == NULL) {
-            printf("| prefill | attention vs %s | - | %s | %d | not registered yet | - | - | - |\n",
-                   missing[m], lm_isa_name(isa), threads);
+            printf("| prefill | attention vs %s | - | %s | %d | not registered yet | - | - | - "
+                   "| - |\n", missing[m], lm_isa_name(isa), threads);
             continue;
         }
         base_config(attn, isa, threads, &o->g, &ka);
         base_config(others[m], isa, threads, &o->g, &ko[m]);
         if (m == 1)
             ko[m].d_state = o->g.d_state_m2;
-        double flop_n = flop_crossover(attn, &ka, others[m], &ko[m]);
-        report_crossover(rc, "prefill", "causal attention", others[m]->name, "f32", isa, threads,
-                         ctx, t_attn, t_other[m], ctx_count, 0.0, flop_n);
+        comparison c = {.phase = "prefill", .a_name = "causal attention",
+                        .b_name = others[m]->name, .other = said_as[m], .dtype = "f32",
+                        .isa = isa, .threads = threads, .n = ctx, .a = p_attn,
+                        .b = p_other[m], .count = ctx_count,
+                        .flop_n = flop_crossover(attn, &ka, others[m], &ko[m])};
+        report_crossover(rc, &c, sentences[said], sizeof sentences[said]);
+        said++;
     }
+    print_sentences(sentences, said);
+}
+
+/* What the memory and FLOP columns mean, and why the measured n* comes later. */
+static void print_legend(const crossover_options *o)
+{
+    printf("\nMeasured crossover n*: the context where attention's time reaches the other "
+           "method's, interpolated log-log between the two grid points around it (their times "
+           "are printed, attention first). `<= n (grid end)`: the other method was already "
+           "faster at the smallest n measured; `> n (grid end)`: attention was still faster at "
+           "the largest; the sentences say which grid to extend. A result is `not trusted` "
+           "when a measurement behind it was taken while other processes kept cores busy "
+           "(`disturbed` in the CSV) or its repetitions spread ((p75 - min) / median > 20 %%).\n\n"
+           "Memory crossover: where the KV cache (in the row's dtype: f32 4 bytes per value, "
+           "f16 and bf16 2) outgrows the recurrent state (SSM state and convolution tail at "
+           "%ld bytes per value, --bytes-per-value): a statement about memory, not time.\n\n"
+           "FLOP crossover: where attention's flop count (decode: 4 n x heads x head_dim per "
+           "token, a dot product and a weighted sum over n cached tokens) reaches the other "
+           "kernel's (the Mamba-1 step: about 5 x d_inner x d_state); two kernels running at "
+           "the same FLOP/s would cross there. The measured n* comes later because they do not: "
+           "decode attention does about one flop per byte of K/V it streams and runs at memory "
+           "bandwidth, while the SSM step spends an exponential per state element, counted as a "
+           "few flops and costing tens of cycles (docs/benchmarks.md, Crossover).\n", o->g.bpv);
+}
+
+/* Says on stderr that an existing file will be replaced. */
+static void say_replaced(const char *path)
+{
+    lm_csv old;
+    if (lm_csv_read(&old, path, NULL) != LM_OK)
+        return;
+    fprintf(stderr, "longmix crossover: %s exists (%zu rows of an earlier run); this run replaces "
+                    "it (pass --out and --summary to keep it)\n", path, old.rows);
+    lm_csv_free(&old);
 }
 
 int lm_cmd_crossover(int argc, char **argv)
@@ -548,6 +682,13 @@ int lm_cmd_crossover(int argc, char **argv)
                                     &thread_count, &err) != LM_OK) {
         return usage_error(err.message);
     }
+    for (size_t t = 0; t < thread_count; t++)
+        if (threads[t] > meta.cores && meta.cores > 0 && !o.oversubscribe) {
+            fprintf(stderr, "longmix crossover: --threads %ld exceeds the %d cores of this "
+                            "machine (pass --oversubscribe to measure it anyway)\n", threads[t],
+                    meta.cores);
+            return LM_EXIT_USAGE;
+        }
     if (lm_parse_size_list("--ctx", o.ctx_text, 1, ctx, &ctx_count, &err) != LM_OK ||
         lm_parse_size_list("--prefill-ctx", o.prefill_text, 1, pctx, &pctx_count, &err) != LM_OK ||
         lm_parse_isa_list("--isa", o.isa_text, isas, &isa_count, &err) != LM_OK ||
@@ -560,9 +701,12 @@ int lm_cmd_crossover(int argc, char **argv)
                     attn->name, dtypes[d], attn->dtypes);
             return LM_EXIT_USAGE;
         }
+    lm_omp_wait_settle(argc, argv);
+    say_replaced(o.out_path);
+    say_replaced(o.summary_path);
     lm_csv rows, summary;
     if (lm_csv_init_results(&rows, &err) != LM_OK ||
-        lm_csv_init(&summary, summary_columns, 14, &err) != LM_OK)
+        lm_csv_init(&summary, summary_columns, 16, &err) != LM_OK)
         return usage_error(err.message);
     if (lm_csv_write_atomic(&rows, o.out_path, &err) != LM_OK ||
         lm_csv_write_atomic(&summary, o.summary_path, &err) != LM_OK) {
@@ -572,18 +716,21 @@ int lm_cmd_crossover(int argc, char **argv)
     run_context rc = {.o = &o, .meta = &meta, .rows = &rows, .summary = &summary};
     size_t per = (o.no_decode ? 0 : 2 + dtype_count * ctx_count) +
                  (o.no_prefill ? 0 : 4 * pctx_count);
+    if (!(o.no_decode && o.no_prefill))
+        lm_busy_watch_start(&rc.watch, "crossover");
     lm_progress_start(&rc.progress, per * thread_count * isa_count);
     long long m1_first, m2_first;
-    double m1 = memory_crossover(&o.g, o.g.d_state, false, &m1_first);
-    double m2 = memory_crossover(&o.g, o.g.d_state_m2, true, &m2_first);
+    double m1 = memory_crossover(&o.g, o.g.d_state, false, o.g.bpv, &m1_first);
+    double m2 = memory_crossover(&o.g, o.g.d_state_m2, true, o.g.bpv, &m2_first);
     printf("## SSM vs attention crossover on %s\n\n", meta.cpu_model);
     printf("Geometry: d_model %ld, %ld layers, %ld heads, %ld KV heads x %ld, d_inner %ld, "
            "d_state %ld (Mamba-2-like %ld), conv %ld, %ld bytes per cached value. Times are per "
            "layer; a whole model is %ld x these (n* is unchanged).\n",
            o.g.d_model, o.g.layers, o.g.heads, o.g.kv_heads, o.g.head_dim, o.g.d_inner,
            o.g.d_state, o.g.d_state_m2, o.g.conv, o.g.bpv, o.g.layers);
-    printf("Memory crossover (KV cache = recurrent state): Mamba-1 %g tokens (first integer "
-           "%lld), Mamba-2-like %g (first integer %lld).\n", m1, m1_first, m2, m2_first);
+    printf("Memory crossover (KV cache = recurrent state, both at %ld bytes per value): Mamba-1 "
+           "%g tokens (first integer %lld), Mamba-2-like %g (first integer %lld); per KV dtype "
+           "in the tables.\n", o.g.bpv, m1, m1_first, m2, m2_first);
     for (size_t ii = 0; ii < isa_count; ii++)
         for (size_t ti = 0; ti < thread_count; ti++) {
             rc.have_limits = !o.no_roofline && !(o.no_decode && o.no_prefill) &&
@@ -596,12 +743,16 @@ int lm_cmd_crossover(int argc, char **argv)
             lm_csv_write_atomic(&summary, o.summary_path, NULL);
         }
     lm_progress_finish(&rc.progress);
+    if (!(o.no_decode && o.no_prefill))
+        print_legend(&o);
     int rc_exit = LM_EXIT_OK;
     if (lm_csv_write_atomic(&rows, o.out_path, &err) != LM_OK ||
         lm_csv_write_atomic(&summary, o.summary_path, &err) != LM_OK) {
         fprintf(stderr, "longmix crossover: %s\n", err.message);
         rc_exit = LM_EXIT_USAGE;
     } else {
+        if (!(o.no_decode && o.no_prefill))
+            lm_busy_watch_finish(&rc.watch, o.out_path);
         fprintf(stderr, "longmix crossover: %zu measurements -> %s, crossovers -> %s\n", rows.rows,
                 o.out_path, o.summary_path);
     }

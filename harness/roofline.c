@@ -5,6 +5,7 @@
 #include "../kernels/core/peak.h"
 #include "cli.h"
 #include "csv.h"
+#include "omp_wait.h"
 #include "opts.h"
 #include "stats.h"
 #include "topo.h"
@@ -289,6 +290,7 @@ int lm_cmd_roofline(int argc, char **argv)
     const char *threads_text = NULL, *isa_text = "all", *size_text = NULL;
     const char *out_path = "results/roofline.csv";
     int reps = 5;
+    lm_omp_wait_settle(argc, argv);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has = i + 1 < argc;
