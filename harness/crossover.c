@@ -3,6 +3,7 @@
  * decode_ssm, prefill_attention, prefill_scan, prefill_linear), beside the memory
  * crossover (kernels/arith/memory.c) and the FLOP crossover (the cases' flop counts). */
 #include "crossover.h"
+#include "crossover_table.h"
 
 #include "bench.h"
 #include "busy_watch.h"
@@ -11,13 +12,16 @@
 #include "omp_wait.h"
 #include "opts.h"
 #include "progress.h"
+#include "results.h"
 #include "roofline.h"
 #include "topo.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 lm_status lm_crossover_find(const double *n, const double *a, const double *b, size_t count,
                             lm_crossover_point *out, lm_error *err)
@@ -59,6 +63,7 @@ static void crossover_usage(FILE *out)
         "                         [--dtype LIST] [--reps N] [--out results/crossover.csv]\n"
         "                         [--summary results/crossover_summary.csv] [--no-decode]\n"
         "                         [--no-prefill] [--no-roofline] [--oversubscribe]\n"
+        "                         [--resume [--force]] [--shard K/N]\n"
         "                         [geometry options]\n\n"
         "Measures, per thread count, one decode token of attention over n cached tokens (per KV\n"
         "dtype) against one SSM step (Mamba-1, N = d_state; Mamba-2 SSD, N = d_state_m2), and\n"
@@ -70,8 +75,8 @@ static void crossover_usage(FILE *out)
         "flop counts), and one plain sentence per result. A result with measurements behind it\n"
         "that were taken on a busy machine (the CSV's disturbed column) or were unsteady\n"
         "((p75 - min) / median > 20 %%) is marked not trusted. An existing --out file is\n"
-        "replaced (said on stderr). Whole-model times are layers x per-layer; the crossover\n"
-        "n* does not depend on the layer count.\n"
+        "replaced (said on stderr) unless --resume. Whole-model times are layers x per-layer;\n"
+        "the crossover n* does not depend on the layer count.\n"
         "  --ctx LIST          decode grid (default 64..16384)\n"
         "  --prefill-ctx LIST  prefill grid (default 256..4096)\n"
         "  --threads LIST      default auto: 1 and the core count; above the core count\n"
@@ -79,6 +84,16 @@ static void crossover_usage(FILE *out)
         "  --isa LIST          default: active\n"
         "  --dtype LIST        KV storage for decode (default f32,f16,bf16)\n"
         "  --reps N            timed repetitions (default 3)\n"
+        "  --resume            keep the --out file's rows and measure only the configurations\n"
+        "                      it lacks with status ok (checked as sweep --resume checks them);\n"
+        "                      the tables and crossovers use its rows and the new ones alike, so\n"
+        "                      `crossover --resume --out MERGED.csv` on the merged shards\n"
+        "                      measures nothing and prints the crossovers\n"
+        "  --force             with --resume: continue a file from another machine or build\n"
+        "  --shard K/N         measure configurations i with i %% N == K-1 (in the order of a\n"
+        "                      whole run) into --out; prints no crossovers and leaves --summary\n"
+        "                      alone. Join the shards with longmix merge, then run the same\n"
+        "                      crossover with --resume --out on the merged file\n"
         "geometry (defaults: the M8 contract):\n"
         "  --d-model 4096 --layers 32 --heads 32 --kv-heads 8 --head-dim 128\n"
         "  --d-inner 8192 --d-state 16 --d-state-m2 128 --conv 4 --bytes-per-value 2\n"
@@ -93,9 +108,9 @@ typedef struct geometry {
 
 typedef struct crossover_options {
     const char *threads_text, *isa_text, *ctx_text, *prefill_text, *dtype_text;
-    const char *out_path, *summary_path;
+    const char *out_path, *summary_path, *shard_text;
     int reps;
-    bool no_decode, no_prefill, no_roofline, oversubscribe;
+    bool no_decode, no_prefill, no_roofline, oversubscribe, resume, force;
     geometry g;
 } crossover_options;
 
@@ -131,7 +146,7 @@ static int parse(int argc, char **argv, crossover_options *o)
     } texts[] = {{"--threads", &o->threads_text}, {"--isa", &o->isa_text},
                  {"--ctx", &o->ctx_text},         {"--prefill-ctx", &o->prefill_text},
                  {"--dtype", &o->dtype_text},     {"--out", &o->out_path},
-                 {"--summary", &o->summary_path}};
+                 {"--summary", &o->summary_path}, {"--shard", &o->shard_text}};
     bool heads_given = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -148,6 +163,10 @@ static int parse(int argc, char **argv, crossover_options *o)
             o->no_roofline = known = true;
         else if (strcmp(a, "--oversubscribe") == 0)
             o->oversubscribe = known = true;
+        else if (strcmp(a, "--resume") == 0)
+            o->resume = known = true;
+        else if (strcmp(a, "--force") == 0)
+            o->force = known = true;
         if (known)
             continue;
         if (i + 1 >= argc) {
@@ -188,6 +207,9 @@ static int parse(int argc, char **argv, crossover_options *o)
         o->g.heads = o->g.d_model / o->g.head_dim > 0 ? o->g.d_model / o->g.head_dim : 1;
     if (o->g.heads % o->g.kv_heads != 0)
         return usage_error("--heads must be a multiple of --kv-heads");
+    if (o->force && !o->resume)
+        return usage_error("--force goes with --resume (it continues a file from another "
+                           "machine or build)");
     return 0;
 }
 
@@ -199,21 +221,78 @@ typedef struct run_context {
     lm_csv *summary;
     lm_progress progress;
     lm_busy_watch watch;
+    bool watching;        /* the watch started (at the first measurement) */
     size_t done;
     lm_roofline_limits limits;
     bool have_limits;
     int failures;
+    size_t index;         /* configurations enumerated so far (the --shard order) */
+    int shard_k, shard_n;
+    lm_key_set kept, failed; /* --resume: keys of the file's ok rows, of its failed rows */
+    size_t measured, reused;
 } run_context;
 
-/* One measured configuration: its median seconds (0 when it failed) and whether the
- * machine was busy (disturbed) or its repetitions spread (unsteady). */
-typedef struct point {
-    double t;
-    bool disturbed, unsteady;
-} point;
+typedef lm_crossover_measured point;
+typedef lm_crossover_comparison comparison;
 
-/* Measures one configuration and appends its row. */
+/* The point of an ok row of the table (a row --resume kept). */
+static point point_of_row(const lm_csv *csv, size_t r)
+{
+    const char *const *cells = (const char *const *)csv->cells[r];
+    double median = strtod(cells[lm_csv_column(csv, "median_s")], NULL);
+    double min = strtod(cells[lm_csv_column(csv, "min_s")], NULL);
+    double p75 = strtod(cells[lm_csv_column(csv, "p75_s")], NULL);
+    return (point){median, strcmp(cells[lm_csv_column(csv, "disturbed")], "1") == 0,
+                   lm_unsteady(min, median, p75)};
+}
+
+/* The row of the table whose key is `key`, or -1. */
+static long find_row(const lm_csv *csv, const char *key)
+{
+    for (size_t r = 0; r < csv->rows; r++) {
+        char *other = lm_csv_row_key(csv, r);
+        bool same = other != NULL && strcmp(other, key) == 0;
+        free(other);
+        if (same)
+            return (long)r;
+    }
+    return -1;
+}
+
+static point measure_now(run_context *rc, const lm_bench_case *c, const lm_bench_config *k);
+
+/* One configuration of the run: from the --resume file when it holds an ok row of it, not
+ * measured (a zero point) when another --shard has it, else measured and appended. */
 static point measure(run_context *rc, const lm_bench_case *c, const lm_bench_config *k)
+{
+    const size_t index = rc->index++;
+    lm_result_row id = {.kernel = c->name, .isa = lm_isa_name(k->isa), .dtype = k->dtype,
+                        .threads = k->threads, .bits = k->bits, .n_ctx = k->n_ctx,
+                        .chunk = k->chunk, .heads = k->heads, .kv_heads = k->kv_heads,
+                        .head_dim = k->head_dim, .d_inner = k->d_inner, .d_state = k->d_state,
+                        .batch = k->batch, .disc = k->disc[0] ? k->disc : NULL};
+    char *key = lm_result_key(&id);
+    long kept = key != NULL && lm_key_set_has(&rc->kept, key) ? find_row(rc->rows, key) : -1;
+    free(key);
+    if (kept >= 0) {
+        rc->reused++;
+        rc->done++;
+        return point_of_row(rc->rows, (size_t)kept);
+    }
+    if (!lm_shard_selects(index, rc->shard_k, rc->shard_n))
+        return (point){0};
+    if (!rc->watching) {
+        lm_progress_finish(&rc->progress);
+        lm_busy_watch_start(&rc->watch, "crossover");
+        rc->watching = true;
+    }
+    rc->measured++;
+    return measure_now(rc, c, k);
+}
+
+/* Measures one configuration, puts its row in the table (in the place of a failed row of
+ * the same key) and rewrites --out. */
+static point measure_now(run_context *rc, const lm_bench_case *c, const lm_bench_config *k)
 {
     lm_bench_result r;
     lm_error err;
@@ -233,7 +312,8 @@ static point measure(run_context *rc, const lm_bench_case *c, const lm_bench_con
                          .n_ctx = k->n_ctx, .chunk = k->chunk, .heads = k->heads,
                          .kv_heads = k->kv_heads, .head_dim = k->head_dim,
                          .d_inner = k->d_inner, .d_state = k->d_state, .batch = k->batch,
-                         .time = r.time, .rep_times = r.rep_times,
+                         .disc = k->disc[0] ? k->disc : NULL, .time = r.time,
+                         .rep_times = r.rep_times,
                          .rep_cpu_times = r.rep_cpu_times,
                          .rep_count = (size_t)r.rep_times_count, .checksum = r.checksum,
                          .flops = r.flops,
@@ -248,7 +328,12 @@ static point measure(run_context *rc, const lm_bench_case *c, const lm_bench_con
     }
     row.status = r.status == LM_OK ? "ok" : r.status == LM_ERR_NUMERIC ? "wrong" : "error";
     lm_busy_watch_row(&rc->watch, since, &row);
-    lm_result_append(rc->rows, rc->meta, &row, NULL);
+    if (lm_results_put(rc->rows, &rc->failed, rc->meta, &row, &err) != LM_OK ||
+        lm_csv_write_atomic(rc->rows, rc->o->out_path, &err) != LM_OK) {
+        lm_progress_finish(&rc->progress);
+        fprintf(stderr, "longmix crossover: %s\n", err.message);
+        rc->failures++;
+    }
     if (r.status != LM_OK) {
         lm_progress_finish(&rc->progress);
         fprintf(stderr, "longmix crossover: %s: %s\n", label, r.message);
@@ -334,142 +419,6 @@ static double memory_crossover(const geometry *g, long d_state, bool mamba2, lon
     return x.tokens_exact;
 }
 
-static void fmt_time(char *out, size_t size, double s)
-{
-    if (s <= 0.0)
-        snprintf(out, size, "failed");
-    else if (s < 1e-3)
-        snprintf(out, size, "%.1f us", s * 1e6);
-    else if (s < 1.0)
-        snprintf(out, size, "%.2f ms", s * 1e3);
-    else
-        snprintf(out, size, "%.2f s", s);
-}
-
-/* One comparison: attention's points against the other method's over the grid n. */
-typedef struct comparison {
-    const char *phase, *a_name, *b_name; /* the summary's phase, method_a, method_b */
-    const char *other;                   /* the other method in the sentence */
-    const char *dtype;
-    lm_isa isa;
-    int threads;
-    const long *n;
-    const point *a, *b; /* {count}; b_flat: b[0] stands for every n (one decode step) */
-    bool b_flat, decode;
-    size_t count;
-    double memory_n, flop_n;
-} comparison;
-
-/* The measured points behind a result: the indices 0..hi (found), 0 (below the grid) or
- * every one (above the grid), attention's and the other's (a flat b counted once). */
-static void trust_counts(const comparison *c, const size_t *index, size_t m,
-                         const lm_crossover_point *p, lm_crossover_words *w)
-{
-    size_t last = p->where == 0 ? p->hi : p->where < 0 ? 0 : m - 1;
-    for (size_t j = 0; j <= last && j < m; j++) {
-        const point *pa = &c->a[index[j]], *pb = &c->b[c->b_flat ? 0 : index[j]];
-        w->points += 1 + (!c->b_flat || j == 0);
-        w->disturbed += pa->disturbed + ((!c->b_flat || j == 0) && pb->disturbed);
-        w->unsteady += pa->unsteady + ((!c->b_flat || j == 0) && pb->unsteady);
-    }
-}
-
-/* One table row, one sentence (into `sentence`) and one summary line for comparison c. */
-static void report_crossover(run_context *rc, const comparison *c, char *sentence, size_t size)
-{
-    double nd[LM_LIST_MAX], a[LM_LIST_MAX], b[LM_LIST_MAX];
-    size_t index[LM_LIST_MAX], m = 0;
-    for (size_t i = 0; i < c->count; i++) {
-        double tb = c->b[c->b_flat ? 0 : i].t;
-        if (c->a[i].t > 0.0 && tb > 0.0) {
-            nd[m] = (double)c->n[i], a[m] = c->a[i].t, b[m] = tb, index[m] = i;
-            m++;
-        }
-    }
-    lm_crossover_point p = {0};
-    lm_status s = lm_crossover_find(nd, a, b, m, &p, NULL);
-    lm_crossover_words w = {.decode = c->decode, .other = c->other, .dtype = c->dtype,
-                            .grid_option = c->decode ? "--ctx" : "--prefill-ctx",
-                            .threads = c->threads, .where = p.where, .n_star = p.n_star,
-                            .n_first = m ? nd[0] : 0.0, .n_last = m ? nd[m - 1] : 0.0};
-    if (s == LM_OK)
-        trust_counts(c, index, m, &p, &w);
-    const bool trusted = w.disturbed == 0 && w.unsteady == 0;
-    lm_crossover_sentence(&w, sentence, size);
-    char measured[64] = "no data", around[160] = "-", t1[32], t2[32], t3[32], t4[32], n1[32];
-    if (s == LM_OK && p.where == 0) {
-        lm_format_count(n1, sizeof n1, p.n_star);
-        snprintf(measured, sizeof measured, trusted ? "**%s**" : "%s", n1);
-        fmt_time(t1, sizeof t1, a[p.lo]), fmt_time(t2, sizeof t2, b[p.lo]);
-        fmt_time(t3, sizeof t3, a[p.hi]), fmt_time(t4, sizeof t4, b[p.hi]);
-        snprintf(around, sizeof around, "n=%.0f: %s vs %s; n=%.0f: %s vs %s", nd[p.lo], t1, t2,
-                 nd[p.hi], t3, t4);
-    } else if (s == LM_OK) {
-        size_t at = p.where < 0 ? 0 : m - 1;
-        lm_format_count(n1, sizeof n1, nd[at]);
-        snprintf(measured, sizeof measured, "%s %s (grid end)", p.where < 0 ? "<=" : ">", n1);
-        fmt_time(t1, sizeof t1, a[at]), fmt_time(t2, sizeof t2, b[at]);
-        snprintf(around, sizeof around, "n=%.0f: %s vs %s", nd[at], t1, t2);
-    }
-    char mem[32] = "-", flop[32] = "-", trust[64] = "ok";
-    if (c->memory_n > 0.0)
-        snprintf(mem, sizeof mem, "%g", c->memory_n);
-    if (c->flop_n > 0.0)
-        lm_format_count(flop, sizeof flop, c->flop_n);
-    if (w.disturbed > 0)
-        snprintf(trust, sizeof trust, "not trusted: %zu of %zu busy", w.disturbed, w.points);
-    else if (w.unsteady > 0)
-        snprintf(trust, sizeof trust, "not trusted: %zu of %zu unsteady", w.unsteady, w.points);
-    else if (s != LM_OK)
-        snprintf(trust, sizeof trust, "failed");
-    printf("| %s | %s vs %s | %s | %s | %d | %s | %s | %s | %s | %s |\n", c->phase, c->a_name,
-           c->b_name, c->dtype, lm_isa_name(c->isa), c->threads, measured, around, mem, flop,
-           trust);
-    enum { CELLS = 16 };
-    char cells[CELLS][96];
-    const char *ptrs[CELLS];
-    snprintf(cells[0], 96, "%s", c->phase);
-    snprintf(cells[1], 96, "%s", c->a_name);
-    snprintf(cells[2], 96, "%s", c->b_name);
-    snprintf(cells[3], 96, "%s", c->dtype);
-    snprintf(cells[4], 96, "%s", lm_isa_name(c->isa));
-    snprintf(cells[5], 96, "%d", c->threads);
-    snprintf(cells[6], 96, "%s", s == LM_OK ? (p.where == 0 ? "found" : p.where < 0 ? "below_grid" : "above_grid") : "no_data");
-    snprintf(cells[7], 96, "%.6g", s == LM_OK ? p.n_star : 0.0);
-    snprintf(cells[8], 96, "%.0f", s == LM_OK && m ? nd[p.lo] : 0.0);
-    snprintf(cells[9], 96, "%.6g", s == LM_OK && m ? a[p.lo] : 0.0);
-    snprintf(cells[10], 96, "%.6g", s == LM_OK && m ? b[p.lo] : 0.0);
-    snprintf(cells[11], 96, "%.0f", s == LM_OK && m ? nd[p.hi] : 0.0);
-    snprintf(cells[12], 96, "%g", c->memory_n);
-    snprintf(cells[13], 96, "%g", c->flop_n);
-    snprintf(cells[14], 96, "%s", s != LM_OK ? "failed" : w.disturbed ? "disturbed"
-                                  : w.unsteady ? "unsteady" : "ok");
-    for (int i = 0; i < CELLS - 1; i++)
-        ptrs[i] = cells[i];
-    ptrs[CELLS - 1] = sentence;
-    lm_csv_append(rc->summary, ptrs, NULL);
-}
-
-static void crossover_header(void)
-{
-    printf("| phase | comparison | KV cache | ISA | threads | measured crossover n* (tokens) "
-           "| times at the grid points around it (attention vs other) | memory crossover "
-           "(tokens, this cache) | FLOP crossover (tokens) | trust |\n"
-           "|---|---|---|---|--:|--:|---|--:|--:|---|\n");
-}
-
-/* The sentences of the results just tabled, as a list. */
-static void print_sentences(char sentences[][640], size_t count)
-{
-    printf("\n");
-    for (size_t i = 0; i < count; i++)
-        printf("- %s\n", sentences[i]);
-}
-
-static const char *const summary_columns[16] = {
-    "phase", "method_a", "method_b", "dtype", "isa", "threads", "found", "n_star",
-    "lo_n", "lo_a_s", "lo_b_s", "hi_n", "memory_n", "flop_n", "trust", "sentence"};
-
 static void run_decode(run_context *rc, lm_isa isa, int threads, const long *ctx,
                        size_t ctx_count, char dtypes[][32], size_t dtype_count)
 {
@@ -505,6 +454,8 @@ static void run_decode(run_context *rc, lm_isa isa, int threads, const long *ctx
             p_attn[d][i] = measure(rc, attn, &ka);
         }
     lm_progress_finish(&rc->progress);
+    if (rc->shard_n > 1)
+        return; /* a shard's crossovers come from the merged file */
     char t[32];
     printf("\n### Decode, one token, per layer (%s, %d thread%s)\n\n| n cached |", lm_isa_name(isa),
            threads, threads == 1 ? "" : "s");
@@ -517,17 +468,17 @@ static void run_decode(run_context *rc, lm_isa isa, int threads, const long *ctx
     for (size_t i = 0; i < ctx_count; i++) {
         printf("| %ld |", ctx[i]);
         for (size_t d = 0; d < dtype_count; d++) {
-            fmt_time(t, sizeof t, p_attn[d][i].t);
+            lm_crossover_fmt_time(t, sizeof t, p_attn[d][i].t);
             printf(" %s%s |", t, p_attn[d][i].disturbed ? " (busy)" : "");
         }
         for (int m = 0; m < 2; m++) {
-            fmt_time(t, sizeof t, p_ssm[m].t);
+            lm_crossover_fmt_time(t, sizeof t, p_ssm[m].t);
             printf(" %s%s |", t, p_ssm[m].disturbed ? " (busy)" : "");
         }
         printf("\n");
     }
     printf("\n");
-    crossover_header();
+    lm_crossover_print_header();
     char sentences[2 * LM_LIST_MAX][640];
     size_t said = 0;
     for (size_t d = 0; d < dtype_count; d++)
@@ -541,10 +492,10 @@ static void run_decode(run_context *rc, lm_isa isa, int threads, const long *ctx
                             .memory_n = memory_crossover(&o->g, states[m], m == 1,
                                                          kv_value_bytes(dtypes[d]), &first),
                             .flop_n = flop_crossover(attn, &ka, steps[m], &ks[m])};
-            report_crossover(rc, &c, sentences[said], sizeof sentences[said]);
+            lm_crossover_report(&c, rc->summary, sentences[said], sizeof sentences[said]);
             said++;
         }
-    print_sentences(sentences, said);
+    lm_crossover_print_sentences(sentences, said);
 }
 
 static void run_prefill(run_context *rc, lm_isa isa, int threads, const long *ctx,
@@ -581,6 +532,8 @@ static void run_prefill(run_context *rc, lm_isa isa, int threads, const long *ct
         }
     }
     lm_progress_finish(&rc->progress);
+    if (rc->shard_n > 1)
+        return;
     char t[32];
     printf("\n### Prefill of n tokens, per layer (%s, %d thread%s)\n\n| n | causal attention |",
            lm_isa_name(isa), threads, threads == 1 ? "" : "s");
@@ -592,17 +545,17 @@ static void run_prefill(run_context *rc, lm_isa isa, int threads, const long *ct
         printf("%s", others[m] ? "--:|" : "");
     printf("\n");
     for (size_t i = 0; i < ctx_count; i++) {
-        fmt_time(t, sizeof t, p_attn[i].t);
+        lm_crossover_fmt_time(t, sizeof t, p_attn[i].t);
         printf("| %ld | %s%s |", ctx[i], t, p_attn[i].disturbed ? " (busy)" : "");
         for (int m = 0; m < OTHERS; m++)
             if (others[m]) {
-                fmt_time(t, sizeof t, p_other[m][i].t);
+                lm_crossover_fmt_time(t, sizeof t, p_other[m][i].t);
                 printf(" %s%s |", t, p_other[m][i].disturbed ? " (busy)" : "");
             }
         printf("\n");
     }
     printf("\n");
-    crossover_header();
+    lm_crossover_print_header();
     char sentences[OTHERS][640];
     size_t said = 0;
     for (int m = 0; m < OTHERS; m++) {
@@ -620,32 +573,10 @@ static void run_prefill(run_context *rc, lm_isa isa, int threads, const long *ct
                         .isa = isa, .threads = threads, .n = ctx, .a = p_attn,
                         .b = p_other[m], .count = ctx_count,
                         .flop_n = flop_crossover(attn, &ka, others[m], &ko[m])};
-        report_crossover(rc, &c, sentences[said], sizeof sentences[said]);
+        lm_crossover_report(&c, rc->summary, sentences[said], sizeof sentences[said]);
         said++;
     }
-    print_sentences(sentences, said);
-}
-
-/* What the memory and FLOP columns mean, and why the measured n* comes later. */
-static void print_legend(const crossover_options *o)
-{
-    printf("\nMeasured crossover n*: the context where attention's time reaches the other "
-           "method's, interpolated log-log between the two grid points around it (their times "
-           "are printed, attention first). `<= n (grid end)`: the other method was already "
-           "faster at the smallest n measured; `> n (grid end)`: attention was still faster at "
-           "the largest; the sentences say which grid to extend. A result is `not trusted` "
-           "when a measurement behind it was taken while other processes kept cores busy "
-           "(`disturbed` in the CSV) or its repetitions spread ((p75 - min) / median > 20 %%).\n\n"
-           "Memory crossover: where the KV cache (in the row's dtype: f32 4 bytes per value, "
-           "f16 and bf16 2) outgrows the recurrent state (SSM state and convolution tail at "
-           "%ld bytes per value, --bytes-per-value): a statement about memory, not time.\n\n"
-           "FLOP crossover: where attention's flop count (decode: 4 n x heads x head_dim per "
-           "token, a dot product and a weighted sum over n cached tokens) reaches the other "
-           "kernel's (the Mamba-1 step: about 5 x d_inner x d_state); two kernels running at "
-           "the same FLOP/s would cross there. The measured n* comes later because they do not: "
-           "decode attention does about one flop per byte of K/V it streams and runs at memory "
-           "bandwidth, while the SSM step spends an exponential per state element, counted as a "
-           "few flops and costing tens of cycles (docs/benchmarks.md, Crossover).\n", o->g.bpv);
+    lm_crossover_print_sentences(sentences, said);
 }
 
 /* Says on stderr that an existing file will be replaced. */
@@ -655,8 +586,61 @@ static void say_replaced(const char *path)
     if (lm_csv_read(&old, path, NULL) != LM_OK)
         return;
     fprintf(stderr, "longmix crossover: %s exists (%zu rows of an earlier run); this run replaces "
-                    "it (pass --out and --summary to keep it)\n", path, old.rows);
+                    "it (pass --out and --summary to keep it, or --resume to continue it)\n",
+            path, old.rows);
     lm_csv_free(&old);
+}
+
+/* The rows table: empty (the files it replaces said), or with --resume the --out file's
+ * rows checked and de-duplicated as sweep --resume does, their keys in rc->kept and
+ * rc->failed. 0 or an exit code (said). */
+static int open_rows(const crossover_options *o, const lm_machine_meta *meta, bool shard,
+                     lm_csv *rows, run_context *rc)
+{
+    lm_error err;
+    struct stat st;
+    if (!o->resume || (stat(o->out_path, &st) != 0 && errno == ENOENT)) {
+        say_replaced(o->out_path);
+        if (!shard)
+            say_replaced(o->summary_path);
+        return lm_csv_init_results(rows, &err) == LM_OK ? 0 : usage_error(err.message);
+    }
+    lm_resume_counts counts;
+    if (lm_results_read(rows, o->out_path, &err) != LM_OK)
+        return usage_error(err.message);
+    if (lm_results_resume(rows, o->out_path, meta, o->force, &rc->kept, &rc->failed, &counts,
+                          &err) != LM_OK) {
+        lm_csv_free(rows);
+        return usage_error(err.message);
+    }
+    if (counts.duplicates > 0 || counts.failed > 0)
+        fprintf(stderr, "longmix crossover: %s: %zu duplicate rows dropped, %zu failed rows to "
+                        "measure again\n", o->out_path, counts.duplicates, counts.failed);
+    return 0;
+}
+
+/* The thread counts: auto (1 and the core count) or --threads, above the cores only with
+ * --oversubscribe. 0 or an exit code (said). */
+static int thread_counts(const crossover_options *o, int cores, long *threads, size_t *count)
+{
+    lm_error err;
+    *count = 0;
+    if (o->threads_text == NULL) {
+        threads[(*count)++] = 1;
+        if (cores > 1)
+            threads[(*count)++] = cores;
+    } else if (lm_parse_thread_list("--threads", o->threads_text, cores, threads, count, &err) !=
+               LM_OK) {
+        return usage_error(err.message);
+    }
+    for (size_t t = 0; t < *count; t++)
+        if (threads[t] > cores && cores > 0 && !o->oversubscribe) {
+            fprintf(stderr, "longmix crossover: --threads %ld exceeds the %d cores of this "
+                            "machine (pass --oversubscribe to measure it anyway)\n", threads[t],
+                    cores);
+            return LM_EXIT_USAGE;
+        }
+    return 0;
 }
 
 int lm_cmd_crossover(int argc, char **argv)
@@ -674,25 +658,14 @@ int lm_cmd_crossover(int argc, char **argv)
     size_t isa_count;
     char dtypes[LM_LIST_MAX][32];
     size_t dtype_count;
-    if (o.threads_text == NULL) {
-        threads[thread_count++] = 1;
-        if (meta.cores > 1)
-            threads[thread_count++] = meta.cores;
-    } else if (lm_parse_thread_list("--threads", o.threads_text, meta.cores, threads,
-                                    &thread_count, &err) != LM_OK) {
-        return usage_error(err.message);
-    }
-    for (size_t t = 0; t < thread_count; t++)
-        if (threads[t] > meta.cores && meta.cores > 0 && !o.oversubscribe) {
-            fprintf(stderr, "longmix crossover: --threads %ld exceeds the %d cores of this "
-                            "machine (pass --oversubscribe to measure it anyway)\n", threads[t],
-                    meta.cores);
-            return LM_EXIT_USAGE;
-        }
+    int shard_k = 1, shard_n = 1;
+    if ((status = thread_counts(&o, meta.cores, threads, &thread_count)) != 0)
+        return status;
     if (lm_parse_size_list("--ctx", o.ctx_text, 1, ctx, &ctx_count, &err) != LM_OK ||
         lm_parse_size_list("--prefill-ctx", o.prefill_text, 1, pctx, &pctx_count, &err) != LM_OK ||
         lm_parse_isa_list("--isa", o.isa_text, isas, &isa_count, &err) != LM_OK ||
-        lm_parse_word_list("--dtype", o.dtype_text, dtypes, &dtype_count, &err) != LM_OK)
+        lm_parse_word_list("--dtype", o.dtype_text, dtypes, &dtype_count, &err) != LM_OK ||
+        (o.shard_text != NULL && lm_parse_shard(o.shard_text, &shard_k, &shard_n, &err) != LM_OK))
         return usage_error(err.message);
     const lm_bench_case *attn = lm_bench_find_role("decode_attention", 0);
     for (size_t d = 0; d < dtype_count && attn; d++)
@@ -702,27 +675,27 @@ int lm_cmd_crossover(int argc, char **argv)
             return LM_EXIT_USAGE;
         }
     lm_omp_wait_settle(argc, argv);
-    say_replaced(o.out_path);
-    say_replaced(o.summary_path);
+    const bool shard = shard_n > 1;
+    run_context rc = {.o = &o, .meta = &meta, .shard_k = shard_k, .shard_n = shard_n};
     lm_csv rows, summary;
-    if (lm_csv_init_results(&rows, &err) != LM_OK ||
-        lm_csv_init(&summary, summary_columns, 16, &err) != LM_OK)
-        return usage_error(err.message);
-    if (lm_csv_write_atomic(&rows, o.out_path, &err) != LM_OK ||
-        lm_csv_write_atomic(&summary, o.summary_path, &err) != LM_OK) {
+    if ((status = open_rows(&o, &meta, shard, &rows, &rc)) != 0)
+        return status;
+    rc.rows = &rows, rc.summary = &summary;
+    if (lm_csv_init(&summary, lm_crossover_summary_columns, LM_CROSSOVER_SUMMARY_COLUMNS, &err) != LM_OK ||
+        lm_csv_write_atomic(&rows, o.out_path, &err) != LM_OK ||
+        (!shard && lm_csv_write_atomic(&summary, o.summary_path, &err) != LM_OK)) {
         lm_csv_free(&rows), lm_csv_free(&summary);
+        lm_key_set_free(&rc.kept), lm_key_set_free(&rc.failed);
         return usage_error(err.message);
     }
-    run_context rc = {.o = &o, .meta = &meta, .rows = &rows, .summary = &summary};
     size_t per = (o.no_decode ? 0 : 2 + dtype_count * ctx_count) +
                  (o.no_prefill ? 0 : 4 * pctx_count);
-    if (!(o.no_decode && o.no_prefill))
-        lm_busy_watch_start(&rc.watch, "crossover");
     lm_progress_start(&rc.progress, per * thread_count * isa_count);
     long long m1_first, m2_first;
     double m1 = memory_crossover(&o.g, o.g.d_state, false, o.g.bpv, &m1_first);
     double m2 = memory_crossover(&o.g, o.g.d_state_m2, true, o.g.bpv, &m2_first);
-    printf("## SSM vs attention crossover on %s\n\n", meta.cpu_model);
+    printf("## SSM vs attention crossover on %s%s\n\n", meta.cpu_model,
+           shard ? " (one shard: no crossovers)" : "");
     printf("Geometry: d_model %ld, %ld layers, %ld heads, %ld KV heads x %ld, d_inner %ld, "
            "d_state %ld (Mamba-2-like %ld), conv %ld, %ld bytes per cached value. Times are per "
            "layer; a whole model is %ld x these (n* is unchanged).\n",
@@ -739,25 +712,32 @@ int lm_cmd_crossover(int argc, char **argv)
                 run_decode(&rc, isas[ii], (int)threads[ti], ctx, ctx_count, dtypes, dtype_count);
             if (!o.no_prefill)
                 run_prefill(&rc, isas[ii], (int)threads[ti], pctx, pctx_count);
-            lm_csv_write_atomic(&rows, o.out_path, NULL);
-            lm_csv_write_atomic(&summary, o.summary_path, NULL);
+            if (!shard)
+                lm_csv_write_atomic(&summary, o.summary_path, NULL);
         }
     lm_progress_finish(&rc.progress);
-    if (!(o.no_decode && o.no_prefill))
-        print_legend(&o);
+    if (!shard && !(o.no_decode && o.no_prefill))
+        lm_crossover_print_legend(o.g.bpv);
     int rc_exit = LM_EXIT_OK;
     if (lm_csv_write_atomic(&rows, o.out_path, &err) != LM_OK ||
-        lm_csv_write_atomic(&summary, o.summary_path, &err) != LM_OK) {
+        (!shard && lm_csv_write_atomic(&summary, o.summary_path, &err) != LM_OK)) {
         fprintf(stderr, "longmix crossover: %s\n", err.message);
         rc_exit = LM_EXIT_USAGE;
     } else {
-        if (!(o.no_decode && o.no_prefill))
+        if (rc.watching)
             lm_busy_watch_finish(&rc.watch, o.out_path);
-        fprintf(stderr, "longmix crossover: %zu measurements -> %s, crossovers -> %s\n", rows.rows,
-                o.out_path, o.summary_path);
+        fprintf(stderr, "longmix crossover: %zu configurations measured, %zu from %s, %zu rows -> "
+                        "%s", rc.measured, rc.reused, o.out_path, rows.rows, o.out_path);
+        if (shard)
+            fprintf(stderr, " (shard %d of %d: join the shards with longmix merge, then run this "
+                            "crossover without --shard, with --resume --out on the merged file, "
+                            "for the crossovers)\n", shard_k, shard_n);
+        else
+            fprintf(stderr, ", crossovers -> %s\n", o.summary_path);
     }
     if (rc.failures && rc_exit == LM_EXIT_OK)
         rc_exit = LM_EXIT_CHECK_FAILED;
     lm_csv_free(&rows), lm_csv_free(&summary);
+    lm_key_set_free(&rc.kept), lm_key_set_free(&rc.failed);
     return rc_exit;
 }

@@ -115,3 +115,47 @@ test_crossover_says_it_replaces_an_existing_file() {
   expect_exit 0 $m
   expect_text err "$WORK/x.csv exists (3 rows of an earlier run); this run replaces it"
 }
+
+crossover_tiny() { # a tiny crossover (12 configurations) with extra args
+  "$LONGMIX" crossover --threads 1 --isa scalar --heads 2 --kv-heads 1 --head-dim 16 \
+    --d-inner 32 --d-state 4 --d-state-m2 8 --ctx 16,64 --prefill-ctx 16,32 --dtype f32 \
+    --reps 1 --no-roofline "$@"
+}
+
+test_crossover_shards_merge_into_the_crossovers_of_a_whole_run() {
+  for k in 1 2 3; do
+    expect_exit 0 crossover_tiny --shard $k/3 --out "$WORK/s$k.csv" --summary "$WORK/none.csv"
+    expect_text err "4 configurations measured, 0 from"
+    expect_text out "(one shard: no crossovers)"
+  done
+  [ ! -e "$WORK/none.csv" ] # a shard leaves the summary alone
+  expect_exit 0 "$LONGMIX" merge "$WORK/s1.csv" "$WORK/s2.csv" "$WORK/s3.csv" --out "$WORK/all.csv"
+  # the crossovers from the merged rows: nothing measured again
+  expect_exit 0 crossover_tiny --resume --out "$WORK/all.csv" --summary "$WORK/xs.csv"
+  expect_text err "0 configurations measured, 12 from"
+  [ "$(grep -c '^- .*On this CPU, ' "$WORK/out")" -eq 5 ]
+  expect_exit 0 crossover_tiny --out "$WORK/whole.csv" --summary "$WORK/ws.csv"
+  "$PYTHON" - "$WORK/all.csv" "$WORK/whole.csv" "$WORK/xs.csv" "$WORK/ws.csv" <<'PY'
+import csv, sys
+key = "kernel isa threads dtype bits n_ctx chunk heads kv_heads head_dim d_inner d_state batch disc".split()
+def keys(path):
+    return sorted(tuple(r[k] for k in key) for r in csv.DictReader(open(path)))
+assert keys(sys.argv[1]) == keys(sys.argv[2]), (keys(sys.argv[1]), keys(sys.argv[2]))
+def comparisons(path):
+    return sorted((r["phase"], r["method_b"], r["dtype"]) for r in csv.DictReader(open(path)))
+assert comparisons(sys.argv[3]) == comparisons(sys.argv[4]) and len(comparisons(sys.argv[3])) == 5
+PY
+}
+
+test_crossover_resume_measures_only_what_is_missing() {
+  expect_exit 0 crossover_tiny --shard 1/2 --out "$WORK/s.csv"
+  expect_text err "6 configurations measured"
+  head -5 "$WORK/s.csv" > "$WORK/cut.csv" # a shard killed after 4 rows
+  expect_exit 0 crossover_tiny --shard 1/2 --out "$WORK/cut.csv" --resume
+  expect_text err "2 configurations measured, 4 from"
+  [ "$(wc -l < "$WORK/cut.csv")" -eq 7 ]
+  if grep -q "replaces" "$WORK/err"; then echo "    --resume replaces nothing" >&2; return 1; fi
+  expect_exit 2 crossover_tiny --force --out "$WORK/x.csv"
+  expect_text err "--force goes with --resume"
+  expect_exit 2 crossover_tiny --shard 3/2 --out "$WORK/x.csv"
+}
