@@ -1,6 +1,7 @@
 # A busy machine noticed: a spinning child process per CPU (started and stopped by the test,
-# at most 60 s each) makes rows disturbed and crossovers "not a finding"; the crossover's
-# sentences, --oversubscribe and the notice before an existing file is replaced.
+# at most 60 s each) makes rows disturbed and crossovers "not a finding", under the OpenMP
+# wait longmix sets (or the user's); the crossover's sentences, --oversubscribe, the notice
+# before an existing file is replaced, --shard and --resume.
 
 # start_spinners: one busy loop per CPU this shell may use, each ended after 60 s at the
 # latest; their ids in $WORK/spinners. stop_spinners ends exactly those.
@@ -24,21 +25,28 @@ test_spinning_cpus_mark_rows_disturbed() {
   start_spinners
   trap stop_spinners EXIT
   local got=0
-  "$LONGMIX" sweep --kernel gemv_rowdot --ctx 4096,8192 --d-inner 256 --reps 5 --isa scalar \
+  # without a wait policy of the user's, longmix runs with libgomp's oversubscribed spin
+  env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT \
+    "$LONGMIX" sweep --kernel gemv_rowdot --ctx 4096,8192 --d-inner 256 --reps 5 --isa scalar \
     --threads cores --no-roofline --out "$WORK/s.csv" >"$WORK/out" 2>"$WORK/err" || got=$?
+  "$LONGMIX" roofline --threads cores --isa scalar --size 1M --reps 1 --out "$WORK/r.csv" \
+    >"$WORK/rout" 2>"$WORK/rerr" || got=$?
   stop_spinners
   trap - EXIT
   [ "$got" -eq 0 ] || { cat "$WORK/err" >&2; return 1; }
   expect_text err "the machine is busy: before measuring, other processes kept"
+  expect_text err "(OpenMP wait: GOMP_SPINCOUNT=1000)"
   expect_text err "marked disturbed"
   expect_text err "2 of 2 rows were measured while other processes left their threads too few free cores"
-  "$PYTHON" - "$WORK/s.csv" <<'PY'
+  "$PYTHON" - "$WORK/s.csv" "$WORK/r.csv" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 assert len(rows) == 2, rows
 for r in rows:
     assert r["disturbed"] == "1", r
     assert float(r["busy_cores"]) >= 0.5, r["busy_cores"]
+roof = list(csv.DictReader(open(sys.argv[2])))
+assert roof and all(r["disturbed"] == "1" for r in roof), roof
 PY
 }
 
@@ -46,12 +54,14 @@ test_busy_crossover_is_not_a_finding() {
   start_spinners
   trap stop_spinners EXIT
   local got=0
-  "$LONGMIX" crossover --threads cores --isa scalar --heads 2 --kv-heads 1 --head-dim 16 \
+  # a wait policy the user set is kept
+  GOMP_SPINCOUNT=5000 "$LONGMIX" crossover --threads cores --isa scalar --heads 2 --kv-heads 1 --head-dim 16 \
     --d-inner 32 --d-state 4 --d-state-m2 8 --ctx 16,64 --no-prefill --dtype f32 --reps 3 \
     --no-roofline --out "$WORK/x.csv" --summary "$WORK/xs.csv" >"$WORK/out" 2>"$WORK/err" || got=$?
   stop_spinners
   trap - EXIT
   [ "$got" -eq 0 ] || { cat "$WORK/err" >&2; return 1; }
+  expect_text err "(OpenMP wait: GOMP_SPINCOUNT=5000)"
   expect_text out "not trusted: "
   expect_text out "- Not a finding ("
   "$PYTHON" - "$WORK/xs.csv" <<'PY'
