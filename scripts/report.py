@@ -260,7 +260,7 @@ def crossover_section(res):
             n_star = {"found": f"{num(s, 'n_star'):.0f}", "below_grid": f"<= {num(s, 'n_star'):.0f}",
                       "above_grid": f"> {num(s, 'n_star'):.0f}"}.get(found, "no data")
             if s.get("trust", "ok") not in ("ok", "failed"):  # disturbed or unsteady rows behind it
-                n_star += " (not trusted)"
+                n_star += " *"
             if found in OPEN_ENDED:
                 open_ended.append(f"{s['phase']} {s['method_a']} vs {s['method_b']} ({s['dtype']}, "
                                   f"{s['threads']} thread(s)): {n_star}, {OPEN_ENDED[found]}")
@@ -272,18 +272,20 @@ def crossover_section(res):
         cols = ([Col("phase"), Col("attention vs"), Col("KV")] +
                 ([Col("ISA")] if len(isas) > 1 else []) +
                 [Col("threads", "int"), Col("measured n*", right=True),
-                 Col("grid points around it", right=True),
+                 Col("between n", right=True),
                  Col("attention", "time"), Col("other", "time"),
-                 Col("memory n* (cache)", "num", 1), Col("FLOP n*", "int")])
+                 Col("memory n*", "num", 1), Col("FLOP n*", "int")])
         note = ("Measured n*: the context where attention's time reaches the other method's, "
-                "log-log interpolated between the two grid points of the bracket (per layer; the "
-                "layer count cancels). Attention, other: their times at the lower grid point. "
+                "log-log interpolated between the two grid points around it, listed under between n "
+                "(per layer; the layer count cancels). Attention, other: their times at the lower "
+                "grid point. "
                 "Memory n*: where the KV cache in the row's dtype reaches the recurrent state "
                 "(kernels/arith: 80 and 528.5 for the M8 geometry's 2-byte caches, 40 and 264.25 "
                 "for f32). FLOP n*: where the kernels' own flop counts cross, where two kernels at "
                 "equal FLOP/s would; the measured n* is later because decode attention runs at "
                 "memory bandwidth while the SSM step spends an exponential per state element. "
-                "Not trusted: a measurement behind it was taken on a busy machine or was unsteady.")
+                "A * after n*: not trusted, a measurement behind it was taken on a busy machine or "
+                "was unsteady (its sentence below says which).")
         out += [Table("crossover", "Measured SSM-vs-attention crossover per layer" +
                       (f" ({isas[0]})" if len(isas) == 1 else ""), cols, rows, note, wide=True), ""]
         if open_ended:
