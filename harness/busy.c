@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { STAT_FIELDS = 8, MAX_CPUS = 4096, STAT_BYTES = 1 << 20 };
+enum { STAT_FIELDS = 8, MAX_CPUS = 4096, STAT_BYTES = 1 << 18 };
 
 /* One "cpuN f1 f2 ..." line at p (ending at end): N into *cpu and the busy ticks (every
  * field but idle and iowait, of the first STAT_FIELDS) into *ticks; false when it is not a
@@ -31,8 +31,10 @@ static bool parse_cpu_line(const char *p, const char *end, long *cpu, double *ti
     for (int f = 0; f < STAT_FIELDS; f++) {
         at = next;
         double v = strtod(at, &next);
-        if (next == at || !(v >= 0.0))
+        if (next == at || !(v >= 0.0)) {
+            *ticks = sum;
             return f >= 4; /* old kernels list fewer fields; user..idle must be there */
+        }
         if (f != 3 && f != 4) /* idle, iowait */
             sum += v;
     }

@@ -31,6 +31,11 @@ Test(busy, proc_stat_busy_time_counts_every_field_but_idle_and_iowait)
                                     &cpus, NULL), LM_OK);
     cr_assert_eq(cpus, 1);
     cr_assert_float_eq(busy, 2.43, 1e-12);
+    /* a kernel of before steal time: four fields, user nice system idle */
+    static const char old_kernel[] = "cpu0 10 20 30 400\n";
+    cr_assert_eq(lm_busy_parse_stat(old_kernel, strlen(old_kernel), 100.0, NULL, 0, &busy,
+                                    &cpus, NULL), LM_OK);
+    cr_assert_float_eq(busy, 0.6, 1e-12);
     bool none[2] = {false, false};
     lm_error err;
     cr_assert_eq(lm_busy_parse_stat(stat_text, strlen(stat_text), 100.0, none, 2, &busy, &cpus,
