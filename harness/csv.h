@@ -15,10 +15,13 @@
  * longmix's extra columns (flops and bytes of one run, the error against the float64
  * reference, a note, machine facts from `longmix info`, the repetition times that
  * `longmix compare` tests: wall and process CPU seconds per run, each list separated by
- * ';', in the order measured, and last the Mamba-1 discretization: disc, "zoh" or "euler"
- * on mamba1_scan / mamba1_step rows, empty on the others). */
+ * ';', in the order measured, the Mamba-1 discretization: disc, "zoh" or "euler" on
+ * mamba1_scan / mamba1_step rows, empty on the others, and last whether the machine was
+ * busy: busy_cores, other processes' average cores in use on our CPUs over the row's
+ * window (harness/busy.h), and disturbed, 1 when they left the row's team too few cores,
+ * else 0; both empty when not known). */
 #define LM_RESULTS_REQUIRED 28
-#define LM_RESULTS_COLUMNS 38
+#define LM_RESULTS_COLUMNS 40
 #define LM_RESULTS_REP_TIMES "rep_times_s" /* the names of the two repetition columns */
 #define LM_RESULTS_REP_CPU "rep_cpu_s"
 #define LM_RESULTS_MAX_REP_TIMES 256       /* the most lm_result_append writes */
@@ -127,6 +130,9 @@ typedef struct lm_result_row {
     const double *rep_times;         /* {rep_count} seconds per run in time order, or NULL */
     const double *rep_cpu_times;     /* {rep_count} process CPU seconds per run, or NULL */
     size_t rep_count;
+    bool busy_known;                 /* false: busy_cores and disturbed are written empty */
+    bool disturbed;                  /* lm_busy_disturbed(busy_cores, threads, cpus) */
+    double busy_cores;               /* other processes' cores in use (lm_busy_mark) */
 } lm_result_row;
 
 /* Appends the row (every text in full, numbers as lm_result_append always writes them). */

@@ -2,6 +2,8 @@
  * results CSV (atomic writes, --resume, --shard, Ctrl-C safe). */
 #include "registry.h"
 #include "cli.h"
+#include "busy_watch.h"
+#include "omp_wait.h"
 #include "opts.h"
 #include "progress.h"
 #include "results.h"
@@ -41,6 +43,9 @@ static void sweep_usage(FILE *out)
         "against a float64 reference (a wrong output is a failed row). Rows go to a tidy CSV\n"
         "with the DESIGN.md columns, rewritten atomically after every row; Ctrl-C keeps the\n"
         "rows done. Options a kernel does not use are ignored for it (written as 0).\n"
+        "Each row's busy_cores and disturbed columns say whether other processes kept the\n"
+        "CPUs its threads needed busy (/proc/stat; warned on stderr); runs with\n"
+        "GOMP_SPINCOUNT=1000 unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set.\n"
         "LIST: 1,2,4 | 4k,16k | 256..16384 (doubling). Unset lists use each kernel's defaults.\n"
         "  --kernel     bench-registry names (--list shows them; default: all)\n"
         "  --isa        scalar, avx2, avx512, avx512vnni, avx512bf16, neon, all,\n"
@@ -535,6 +540,8 @@ typedef struct sweep_out {
     lm_progress *progress;
     const lm_key_set *failed_before; /* keys of the resumed file's failed rows */
     size_t failed, done;
+    lm_busy_watch *watch; /* marks each row's busy_cores and disturbed */
+    double since;         /* when the current group's measurement began (lm_now) */
 } sweep_out;
 
 /* The row of one measurement appended and the CSV rewritten atomically; a failed
@@ -545,6 +552,7 @@ static int record_row(sweep_out *out, const lm_bench_case *c, const lm_bench_con
 {
     lm_result_row row;
     fill_row(c, k, result, limits, &row);
+    lm_busy_watch_row(out->watch, out->since, &row);
     if (result->status != LM_OK) {
         out->failed++;
         lm_progress_finish(out->progress);
@@ -697,6 +705,7 @@ static int measure_all(const sweep_options *o, sweep_plan *plan, size_t *todo,
                 limits_for(limits, configs[g].isa, configs[g].threads);
         }
         size_t bad = 0;
+        out->since = lm_now();
         lm_status s = lm_bench_measure_set(cases, configs, count, o->reps,
                                            (volatile const int *)&interrupted, results, &bad,
                                            &err);
@@ -756,11 +765,14 @@ static int run_sweep(sweep_options *o)
     action.sa_handler = on_interrupt;
     sigemptyset(&action.sa_mask);
     sigaction(SIGINT, &action, &previous);
+    lm_busy_watch watch;
+    lm_busy_watch_start(&watch, "sweep");
     lm_progress progress;
     lm_progress_start(&progress, todo_count);
-    sweep_out out = {&csv, &meta, o->out_path, &progress, &failed_before, 0, 0};
+    sweep_out out = {&csv, &meta, o->out_path, &progress, &failed_before, 0, 0, &watch, 0.0};
     int exit_code = measure_all(o, &plan, todo, todo_count, &out);
     lm_progress_finish(&progress);
+    lm_busy_watch_finish(&watch, o->out_path);
     sigaction(SIGINT, &previous, NULL);
     if (interrupted) {
         fprintf(stderr, "longmix sweep: interrupted; %s holds %zu rows (%zu new); rerun with "
@@ -787,5 +799,7 @@ int lm_cmd_sweep(int argc, char **argv)
         list_kernels();
         return LM_EXIT_OK;
     }
+    if (!o.dry_run)
+        lm_omp_wait_settle(argc, argv);
     return run_sweep(&o);
 }

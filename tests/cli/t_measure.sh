@@ -95,12 +95,12 @@ assert all(r["status"] == "ok" for r in rows), rows' "$WORK/m.csv"
   "$PYTHON" -c '
 import csv, sys
 rows = list(csv.reader(open(sys.argv[1])))
-keep = [r for r in rows if r[-1] != "euler"]
-csv.writer(open(sys.argv[2], "w", newline=""), lineterminator="\n").writerows(r[:-1] for r in keep)' \
+keep = [r for r in rows if r[-3] != "euler"]
+csv.writer(open(sys.argv[2], "w", newline=""), lineterminator="\n").writerows(r[:-3] for r in keep)' \
     "$WORK/m.csv" "$WORK/old.csv"
   expect_exit 0 $m --out "$WORK/old.csv" --resume
   expect_text err "0 configurations measured, 2 skipped"
-  head -1 "$WORK/old.csv" | grep -q ',rep_cpu_s,disc$'
+  head -1 "$WORK/old.csv" | grep -q ',rep_cpu_s,disc,busy_cores,disturbed$'
   expect_exit 2 $m --disc rk4 --out "$WORK/bad.csv"
   expect_text err "--disc takes zoh and/or euler, got 'rk4'"
 }
