@@ -156,7 +156,7 @@ $(BUILD)/%.o: %.c $(BUILD)/flags.stamp
 # Regenerated each build, replaced only when it changed (so info.o rebuilds only then).
 $(BUILD)/build_info.h: FORCE
 	@mkdir -p $(@D)
-	@scripts/build_info.sh '$(CC)' '$(CFLAGS_ALL)' > $@.tmp && { cmp -s $@.tmp $@ || mv $@.tmp $@; }; rm -f $@.tmp
+	@scripts/build_info.sh '$(CC)' '$(CFLAGS_ALL)' '$(VERSION)' > $@.tmp && { cmp -s $@.tmp $@ || mv $@.tmp $@; }; rm -f $@.tmp
 $(BUILD)/harness/info.o: $(BUILD)/build_info.h
 $(BUILD)/harness/info.o: CFLAGS_ALL += -I$(BUILD)
 

@@ -65,7 +65,8 @@ static void sweep_usage(FILE *out)
         "               compares the same minutes of a drifting machine. threads: the thread\n"
         "               counts of one configuration; all: every configuration of this run,\n"
         "               64 at a time (memory for all of their inputs at once)\n"
-        "  --dry-run    print the configurations, measure nothing\n");
+        "  --dry-run    print the configurations (a header naming the key's fields, then\n"
+        "               one key a line), measure nothing\n");
 }
 
 enum { MAX_KERNELS = 64 };
@@ -137,7 +138,15 @@ static int parse_options(int argc, char **argv, sweep_options *o)
         if (known)
             continue;
         if (i + 1 >= argc) {
-            fprintf(stderr, "longmix sweep: %s needs a value (or is unknown)\n", a);
+            bool takes_value = false;
+            for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++)
+                takes_value |= strcmp(a, texts[k].name) == 0;
+            for (size_t k = 0; k < sizeof longs / sizeof longs[0]; k++)
+                takes_value |= strcmp(a, longs[k].name) == 0;
+            if (takes_value)
+                fprintf(stderr, "longmix sweep: %s needs a value\n", a);
+            else
+                fprintf(stderr, "longmix sweep: unknown option '%s' (longmix sweep --help)\n", a);
             return LM_EXIT_USAGE;
         }
         for (size_t k = 0; k < sizeof texts / sizeof texts[0] && !known; k++)
@@ -656,6 +665,9 @@ static int select_todo(const sweep_plan *plan, const lm_key_set *done, int shard
 static void print_dry_run(const sweep_plan *plan, const size_t *todo, size_t todo_count,
                           size_t skipped, const char *out_path)
 {
+    /* the header names the key's fields ('|' between them, as the keys are printed) */
+    for (size_t k = 0; k < LM_RESULTS_KEY_COLUMNS; k++)
+        printf("%s%s", lm_results_key_columns[k], k + 1 < LM_RESULTS_KEY_COLUMNS ? "|" : "\n");
     for (size_t j = 0; j < todo_count; j++) {
         char *key = config_key(plan->cases[todo[j]], &plan->configs[todo[j]]);
         printf("%s\n", key ? key : "(out of memory)");
