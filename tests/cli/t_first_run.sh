@@ -71,3 +71,29 @@ assert float(r["bytes"]) == 3 * 65536, r["bytes"]
 assert "8192 elements (65536 bytes each)" in r["note"], r["note"]
 EOF
 }
+test_verify_summary_one_line_per_contract_full_report_in_file() {
+  expect_exit 0 "$LONGMIX" verify --summary --output "$WORK/verify.txt"
+  [ "$(wc -l < "$WORK/out")" -eq 4 ] || { cat "$WORK/out" >&2; return 1; }
+  local m8
+  m8=$(grep -c '^PASS contracts/m8.json: ' "$WORK/verify.txt")
+  expect_text out "PASS contracts/m8.json: $m8 checks, $m8 passed, 0 failed"
+  expect_text out "PASS contracts/primer.json: "
+  expect_text out "PASS contracts/kernels.json: "
+  local total
+  total=$(grep -c '^PASS ' "$WORK/verify.txt")
+  [ "$(tail -n 1 "$WORK/out")" = "$total passed, 0 failed, 0 errors" ]
+  [ "$(tail -n 1 "$WORK/verify.txt")" = "$total passed, 0 failed, 0 errors" ]
+  [ ! -s "$WORK/err" ]
+}
+test_verify_summary_names_first_failure_and_missing_file() {
+  # one expected number changed and the file pinned as it now is: a failed check, not a pin
+  sed 's/"crossover_tokens_exact":80.0,/"crossover_tokens_exact":82.0,/' contracts/m8.json > "$WORK/m8.json"
+  local pin
+  pin=$(sha256sum "$WORK/m8.json" | cut -c1-64)
+  expect_exit 1 "$LONGMIX" verify --summary --sha256 "$pin" "$WORK/m8.json"
+  expect_text out "FAIL $WORK/m8.json: "
+  expect_text out ", 1 failed; first failure memory/mamba1.crossover_tokens_exact: expected 82, got 80"
+  expect_exit 2 "$LONGMIX" verify --summary "$WORK/nope.json"
+  expect_text out "ERROR $WORK/nope.json: not checked: cannot open: No such file or directory"
+  expect_text out "0 passed, 0 failed, 1 errors"
+}
