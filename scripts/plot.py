@@ -100,6 +100,15 @@ def _plain(v, _pos=None):
     return f"{v:,.0f}" if v >= 1 else f"{v:.{max(0, -math.floor(math.log10(v) + 1e-9))}f}"
 
 
+def _decimal(v, _pos=None):
+    """Axis text of a decimal count: 1k, 10k, 100k, 1M (k = 1000); plain below 1000."""
+    if v >= 1e6:
+        return f"{v / 1e6:g}M"
+    if v >= 1e3:
+        return f"{v / 1e3:g}k"
+    return _plain(v)
+
+
 def _log2_ticks(ax, lo, hi, axis="x", fmt=_tokens):
     """Ticks at powers of two from lo to hi, every other one when there are more than 7."""
     if lo <= 0 or hi <= 0:
@@ -555,6 +564,7 @@ def quant_error(lesson_rows, rows, path):
                     color=PALETTE[(i + 3) % len(PALETTE)], label=f"measured kernel: {fmt}")
     ax.set_xlabel("bits per cached value")
     ax.set_ylabel("relative error of attention's output")
+    ax.yaxis.set_major_formatter(FuncFormatter(_plain))
     ax.set_title("Quantized KV cache: error vs bits")
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     return _save(fig, path)
@@ -757,6 +767,8 @@ def lesson_memory_vs_context(rows, path):
     ax.set_xlabel("context length n (tokens)")
     ax.set_ylabel("cache for one conversation (GB)")
     ax.set_title("What each design must keep, as context grows")
+    ax.xaxis.set_major_formatter(FuncFormatter(_decimal))
+    ax.yaxis.set_major_formatter(FuncFormatter(_plain))
     # outside the axes: inside, every corner holds a line (state-space runs along the bottom)
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     return _save(fig, path)
