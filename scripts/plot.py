@@ -34,8 +34,9 @@ plt.rcParams.update({
 
 BLUE, RED, ORANGE, GREEN, PURPLE, MUTED = "#2563eb", "#dc2626", "#d97706", "#059669", "#7c3aed", "#9ca3af"
 INK = "#374151"
-# 20 colours that stay apart on white and in greyscale pairs, then 10 marker shapes: kernel
-# i gets colour i % 20 and marker i % 10, a pair no other of the first 20 kernels shares.
+# Line colours and markers of the figures with a few series (time vs context, chunk length,
+# the lesson): series i gets colour i % 20 and marker i % 10. The roofline, with a point
+# per kernel, has its own KERNEL_COLOURS and KERNEL_MARKERS.
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
            "#17becf", "#7f7f7f", "#bcbd22", "#0b3d91", "#a50f15", "#006d2c", "#b35806",
            "#54278f", "#4d4d4d", "#c51b7d", "#01665e", "#fdae61", "#80b1d3"]
@@ -142,60 +143,6 @@ def _time_axis(ax, axis="y"):
     a.set_major_formatter(FuncFormatter(_seconds))
     a.set_minor_locator(NullLocator() if len(subs) > 1 else LogLocator(base=10, subs=range(2, 10), numticks=12))
     a.set_minor_formatter(NullFormatter())
-
-
-def _crosses(a, b, c, d):
-    """True when segment a-b crosses segment c-d (display coordinates)."""
-    def side(p, q, r):
-        return (q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0])
-    return side(a, b, c) * side(a, b, d) < 0 and side(c, d, a) * side(c, d, b) < 0
-
-
-def _place_labels(ax, points, fontsize=6.5):
-    """Text labels near points, clear of each other, of the points, of the lines drawn and
-    of each other's leader lines: each (x, y, text) tries offsets on growing rings around its
-    point and takes the first whose box touches nothing (else the one touching least), with a
-    thin leader line when it sits away from its point. Call after the figure's layout."""
-    fig = ax.figure
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    paths = [line.get_transform().transform_path(line.get_path()) for line in ax.get_lines()
-             if len(line.get_xdata()) > 1]
-    marks = [ax.transData.transform((x, y)) for x, y, _ in points]
-    taken, leaders = [], []
-    rings = [(r * math.cos(a), r * math.sin(a)) for r in (9, 16, 24, 34, 46)
-             for a in (math.pi / 2, -math.pi / 2, 0, math.pi, math.pi / 4, -math.pi / 4,
-                       3 * math.pi / 4, -3 * math.pi / 4)]
-    for x, y, text in sorted(points):
-        best = None
-        anchor = ax.transData.transform((x, y))
-        for dx, dy in rings:
-            label = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points",
-                                ha="center", va="center", fontsize=fontsize, color=INK)
-            box = label.get_window_extent(renderer).expanded(1.15, 1.3)
-            inside = (box.x0 >= ax.bbox.x0 + 4 and box.x1 <= ax.bbox.x1 - 2 and
-                      box.y0 >= ax.bbox.y0 + 2 and box.y1 <= ax.bbox.y1 - 2)
-            center = ((box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2)
-            hits = (sum(box.overlaps(b) for b in taken) * 3 + (not inside) * 20
-                    + sum(box.contains(px, py) for px, py in marks) * 3
-                    + sum(_crosses(anchor, center, a, b) for a, b in leaders) * 3
-                    + sum(p.intersects_bbox(box, filled=False) for p in paths))
-            if best is None or hits < best[0]:
-                if best is not None:
-                    best[1].remove()
-                best = (hits, label, (dx, dy), center)
-            else:
-                label.remove()
-            if hits == 0:
-                break
-        _, label, (dx, dy), center = best
-        if math.hypot(dx, dy) > 12:
-            label.remove()
-            label = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points",
-                                ha="center", va="center", fontsize=fontsize, color=INK,
-                                arrowprops=dict(arrowstyle="-", lw=0.5, color=MUTED, shrinkA=0, shrinkB=3))
-        taken.append(label.get_window_extent(renderer))
-        leaders.append((tuple(anchor), center))
 
 
 # ---- measurements -----------------------------------------------------------------------
