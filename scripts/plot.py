@@ -269,13 +269,12 @@ def _context_panel(ax, rows, summary, phase, threads, files, styles):
         ax.plot([n_star], [y], "o", ms=5.5, mfc="white", mec=edge, mew=1.4, zorder=5)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    _log2_ticks(ax, ns[0], ns[-1])
     return ns
 
 
 def time_vs_context(rows, summary, path):
     """Log-log time per layer vs context, one panel per phase (rows: decode, prefill) and
-    thread count (columns), the panels of a phase on one time axis: decode attention per KV
+    thread count (columns), the panels of a phase on one context and one time axis: decode attention per KV
     dtype against the SSM steps (flat lines), prefill attention against the scans; each
     measured crossover n* marked (open circle, edged in the colour of the method crossed)
     and listed in a table beside the row's legend. One line per kernel, dtype and file."""
@@ -291,7 +290,7 @@ def time_vs_context(rows, summary, path):
     labels = sorted({_series_label(r, p, files) for r in rows for p in phases})
     styles = {lab: (PALETTE[i % len(PALETTE)], MARKERS[i % len(MARKERS)]) for i, lab in enumerate(labels)}
     fig, axes = plt.subplots(len(phases), len(threads), figsize=(PAGE, 2.6 * len(phases)),
-                             squeeze=False, sharey="row")
+                             squeeze=False, sharex="row", sharey="row")
     legends = []
     for i, phase in enumerate(phases):
         contexts = {}
@@ -310,6 +309,11 @@ def time_vs_context(rows, summary, path):
             else:
                 ax.tick_params(labelleft=True)
         _time_axis(axes[i][0])
+        if contexts:  # the shared context axis of the row: every panel's grid
+            _log2_ticks(axes[i][0], min(ns[0] for ns in contexts.values()),
+                        max(ns[-1] for ns in contexts.values()))
+        for ax in axes[i]:
+            ax.tick_params(labelbottom=True)
         handles, names = [], []
         for ax in axes[i]:
             for h, n in zip(*ax.get_legend_handles_labels()):
