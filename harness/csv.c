@@ -8,7 +8,7 @@
 #include <string.h>
 
 const char *const lm_results_columns[LM_RESULTS_COLUMNS] = {
-    /* DESIGN.md "Results CSV", in order: */
+    /* the results columns (docs/benchmarks.md, "The results CSV"), in order: */
     "run_id", "timestamp", "git_rev", "host", "cpu_model", "isa", "threads", "kernel", "dtype",
     "bits", "n_ctx", "chunk", "heads", "kv_heads", "head_dim", "d_inner", "d_state", "batch",
     "reps", "median_s", "min_s", "p25_s", "p75_s", "gflops", "gbps", "roofline_frac",
@@ -330,7 +330,7 @@ lm_status lm_csv_check_results_header(const lm_csv *csv, const char *path, lm_er
     for (size_t c = 0; c < LM_RESULTS_REQUIRED; c++)
         if (c >= csv->columns || strcmp(csv->header[c], lm_results_columns[c]) != 0)
             return lm_fail(err, LM_ERR_SCHEMA,
-                           "%s: column %zu must be '%s' (the DESIGN.md results columns, in order)",
+                           "%s: column %zu must be '%s' (the results columns, in order)",
                            path, c + 1, lm_results_columns[c]);
     return LM_OK;
 }

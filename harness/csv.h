@@ -1,4 +1,4 @@
-/* Tidy results CSV: the DESIGN.md column list (never renamed, never reordered), extra
+/* Tidy results CSV: the results columns of docs/benchmarks.md (never renamed, never reordered), extra
  * columns after it, RFC 4180 quoting, atomic writes (files.h), reading back for --resume
  * and merge, the rule each column's cells follow, and the one configuration key that
  * --resume, merge and the sweep's plan agree on. */
@@ -11,7 +11,7 @@
 
 #include <stdio.h>
 
-/* The Results CSV columns of DESIGN.md, in order (LM_RESULTS_REQUIRED of them), then
+/* The results columns (docs/benchmarks.md), in order (LM_RESULTS_REQUIRED of them), then
  * longmix's extra columns (flops and bytes of one run, the error against the float64
  * reference, a note, machine facts from `longmix info`, the repetition times that
  * `longmix compare` tests: wall and process CPU seconds per run, each list separated by
@@ -81,13 +81,13 @@ lm_status lm_csv_read(lm_csv *csv, const char *path, lm_error *err);
 lm_status lm_csv_parse(lm_csv *csv, const char *text, size_t length, const char *path,
                        lm_error *err);
 
-/* LM_OK when the header starts with exactly the DESIGN.md columns, in order. */
+/* LM_OK when the header starts with exactly the results columns, in order. */
 lm_status lm_csv_check_results_header(const lm_csv *csv, const char *path, lm_error *err);
 
 /* ---- what a results cell may hold ----------------------------------------------------
  * Every column of lm_results_columns has a rule; a results file read back (--resume,
  * merge) is checked cell by cell against the rule of its column, found by name. A column
- * added after the DESIGN.md ones adds its rule beside it in csv.c; a column this build
+ * added after the results columns adds its rule beside it in csv.c; a column this build
  * does not know is free text (no control characters). */
 typedef enum lm_cell_kind {
     LM_CELL_TEXT,   /* any text without control characters */

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *lm_build_version(void) { return LM_BUILD_VERSION; }
+
 const char *lm_build_git_rev(void) { return LM_BUILD_GIT_REV; }
 
 const char *lm_build_compiler(void)

@@ -1,5 +1,5 @@
 /* Results files read back: joining shards (longmix merge) and checking the file that
- * `sweep --resume` continues. Both validate what they read the same way: the DESIGN.md
+ * `sweep --resume` continues. Both validate what they read the same way: the results
  * header, every cell against its column's rule (csv.h), every row from one machine and
  * build, one row per configuration key. Library code: errors are values. */
 #ifndef LONGMIX_RESULTS_H

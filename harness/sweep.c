@@ -41,11 +41,11 @@ static void sweep_usage(FILE *out)
         "Runs every configuration (kernel x isa x threads x dtype x bits x chunk x ctx): one\n"
         "warm-up, then --reps timed repetitions (median, min, quartiles), the output checked\n"
         "against a float64 reference (a wrong output is a failed row). Rows go to a tidy CSV\n"
-        "with the DESIGN.md columns, rewritten atomically after every row; Ctrl-C keeps the\n"
-        "rows done. Options a kernel does not use are ignored for it (written as 0).\n"
-        "Each row's busy_cores and disturbed columns say whether other processes kept the\n"
-        "CPUs its threads needed busy (/proc/stat; warned on stderr); runs with\n"
-        "GOMP_SPINCOUNT=1000 unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set.\n"
+        "with the results columns (docs/benchmarks.md), rewritten atomically after every\n"
+        "row; Ctrl-C keeps the rows done. Options a kernel does not use are ignored for it\n"
+        "(written as 0). Each row's busy_cores and disturbed columns say whether other\n"
+        "processes kept the CPUs its threads needed busy (/proc/stat; warned on stderr);\n"
+        "runs with GOMP_SPINCOUNT=1000 unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set.\n"
         "LIST: 1,2,4 | 4k,16k | 256..16384 (doubling). Unset lists use each kernel's defaults.\n"
         "  --kernel     bench-registry names (--list shows them; default: all)\n"
         "  --isa        scalar, avx2, avx512, avx512vnni, avx512bf16, neon, all,\n"
@@ -71,7 +71,8 @@ static void sweep_usage(FILE *out)
         "               compares the same minutes of a drifting machine. threads: the thread\n"
         "               counts of one configuration; all: every configuration of this run,\n"
         "               64 at a time (memory for all of their inputs at once)\n"
-        "  --dry-run    print the configurations, measure nothing\n");
+        "  --dry-run    print the configurations (a header naming the key's fields, then\n"
+        "               one key a line), measure nothing\n");
 }
 
 enum { MAX_KERNELS = 64 };
@@ -143,7 +144,15 @@ static int parse_options(int argc, char **argv, sweep_options *o)
         if (known)
             continue;
         if (i + 1 >= argc) {
-            fprintf(stderr, "longmix sweep: %s needs a value (or is unknown)\n", a);
+            bool takes_value = false;
+            for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++)
+                takes_value |= strcmp(a, texts[k].name) == 0;
+            for (size_t k = 0; k < sizeof longs / sizeof longs[0]; k++)
+                takes_value |= strcmp(a, longs[k].name) == 0;
+            if (takes_value)
+                fprintf(stderr, "longmix sweep: %s needs a value\n", a);
+            else
+                fprintf(stderr, "longmix sweep: unknown option '%s' (longmix sweep --help)\n", a);
             return LM_EXIT_USAGE;
         }
         for (size_t k = 0; k < sizeof texts / sizeof texts[0] && !known; k++)
@@ -665,6 +674,9 @@ static int select_todo(const sweep_plan *plan, const lm_key_set *done, int shard
 static void print_dry_run(const sweep_plan *plan, const size_t *todo, size_t todo_count,
                           size_t skipped, const char *out_path)
 {
+    /* the header names the key's fields ('|' between them, as the keys are printed) */
+    for (size_t k = 0; k < LM_RESULTS_KEY_COLUMNS; k++)
+        printf("%s%s", lm_results_key_columns[k], k + 1 < LM_RESULTS_KEY_COLUMNS ? "|" : "\n");
     for (size_t j = 0; j < todo_count; j++) {
         char *key = config_key(plan->cases[todo[j]], &plan->configs[todo[j]]);
         printf("%s\n", key ? key : "(out of memory)");

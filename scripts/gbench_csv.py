@@ -16,7 +16,7 @@ import os
 import statistics
 import sys
 
-# DESIGN.md "Results CSV" columns, then longmix's extras: the same list as
+# The results columns (docs/benchmarks.md, "The results CSV"), then longmix's extras: the same list as
 # harness/csv.c (tests/cli/t_measure.sh checks that both write the same header).
 COLUMNS = ("run_id timestamp git_rev host cpu_model isa threads kernel dtype bits n_ctx chunk "
            "heads kv_heads head_dim d_inner d_state batch reps median_s min_s p25_s p75_s gflops "

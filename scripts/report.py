@@ -3,7 +3,7 @@
 
 usage: scripts/report.py [RESULTS_DIR] [--format markdown|latex|csv] [--table NAME]
 
-Reads every results CSV at the top of RESULTS_DIR (default: results; the DESIGN.md columns:
+Reads every results CSV at the top of RESULTS_DIR (default: results; the results columns of docs/benchmarks.md:
 sweep, crossover, roofline, gbench, merged shards), crossover_summary.csv, info.json
 (longmix info --format json), lesson/*.csv (longmix lesson --csv) and targets/*.csv
 (make targets), and writes

@@ -220,7 +220,7 @@ test_lesson_writes_the_eight_figures_data() {
   for f in context_cost window_reach sparse_masks linear_vs_softmax ssm_kernel selective_recall kv_per_token memory_vs_context kv_quant_error; do
     [ -s "$WORK/lesson/$f.csv" ] || { echo "    missing $f.csv" >&2; return 1; }
   done
-  # the lesson's own numbers (seed 000 figure captions): 136/58/70/82 pairs, 512/128/36/33/16 KB
+  # the lesson's own numbers (its figure captions): 136/58/70/82 pairs, 512/128/36/33/16 KB
   grep -q "^full causal|136 pairs,0,0,1" "$WORK/lesson/sparse_masks.csv"
   grep -q "strided, stride 4|82 pairs" "$WORK/lesson/sparse_masks.csv"
   grep -q '"multi-head, 32 KV heads",524288' "$WORK/lesson/kv_per_token.csv"
