@@ -21,6 +21,7 @@ typedef struct verify_options {
     lm_format format;
     const char *plugin;     /* --plugin: shared object whose operators are checked, or NULL */
     double timeout_s;       /* --timeout: seconds one plugin case may run */
+    bool summary;           /* --summary: one line per file on stdout */
 } verify_options;
 
 /* The plugin of this run (NULL: longmix's own kernels are checked). */
@@ -33,8 +34,8 @@ typedef struct verify_run {
 static void verify_usage(FILE *out)
 {
     fputs("usage: longmix verify [--sha256 HEX] [--format text|tap|junit|json] [--output FILE]\n"
-          "                      [--contracts DIR] [--plugin PATH.so [--timeout SECONDS]]\n"
-          "                      [FILE...]\n"
+          "                      [--summary] [--contracts DIR] [--plugin PATH.so\n"
+          "                      [--timeout SECONDS]] [FILE...]\n"
           "\n"
           "Checks numerical contracts. Each FILE (a regular file of at most 16 MiB, or '-' for\n"
           "standard input, a pipe, with --sha256) is read once; the SHA-256 of its bytes must\n"
@@ -47,6 +48,10 @@ static void verify_usage(FILE *out)
           "                   'N passed, N failed, N errors'), tap, junit (JUnit XML) or json\n"
           "  --output FILE    write the report to FILE, atomically (the summary line still goes\n"
           "                   to stderr)\n"
+          "  --summary        on stdout, one line per contract file instead of one per check\n"
+          "                   ('PASS FILE: N checks, N passed, 0 failed'; FAIL names the first\n"
+          "                   failed check), then the summary line; with --output FILE the full\n"
+          "                   report (--format) goes to FILE\n"
           "  --contracts DIR  folder of the default contracts and their SHA256SUMS\n"
           "  --plugin PATH.so check a plugin's operators (kernels/include/longmix_plugin.h)\n"
           "                   instead of longmix's own: every kernel-contract case of an\n"
@@ -241,7 +246,8 @@ static int parse_options(int argc, char **argv, verify_options *options)
         {"sha256", required_argument, NULL, 's'}, {"format", required_argument, NULL, 'f'},
         {"output", required_argument, NULL, 'o'}, {"contracts", required_argument, NULL, 'c'},
         {"plugin", required_argument, NULL, 'p'}, {"timeout", required_argument, NULL, 't'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"summary", no_argument, NULL, 'S'},      {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     *options = (verify_options){.contracts = "contracts", .format = LM_FORMAT_TEXT,
                                 .timeout_s = 60.0};
@@ -271,6 +277,7 @@ static int parse_options(int argc, char **argv, verify_options *options)
                 return usage_error("--timeout needs seconds in (0, 86400], got ", optarg);
             break;
         }
+        case 'S': options->summary = true; break;
         case 'h': verify_usage(stdout); return -1;
         default:
             return usage_error("unknown or incomplete option ", argv[optind - 1]);
@@ -285,8 +292,11 @@ static int parse_options(int argc, char **argv, verify_options *options)
 static bool write_report(const lm_report *report, const verify_options *options,
                          lm_atomic_file *file)
 {
+    if (options->summary)
+        lm_report_write_per_file(report, stdout);
     if (options->output == NULL) {
-        lm_report_write(report, options->format, stdout);
+        if (!options->summary)
+            lm_report_write(report, options->format, stdout);
         return fflush(stdout) == 0;
     }
     lm_error err;
@@ -334,7 +344,7 @@ int lm_cmd_verify(int argc, char **argv)
     }
     if (!write_report(report, &options, &file))
         worst = LM_EXIT_USAGE;
-    if (options.output != NULL || options.format != LM_FORMAT_TEXT) {
+    if (!options.summary && (options.output != NULL || options.format != LM_FORMAT_TEXT)) {
         fprintf(stderr, "%zu passed, %zu failed, %zu errors", lm_report_passed(report),
                 lm_report_failed(report), lm_report_errors(report));
         if (lm_report_not_provided_count(report) > 0)

@@ -2,7 +2,7 @@
 # End-to-end tests of the real longmix binary. Each tests/cli/t_*.sh is sourced in a
 # subshell with $LONGMIX, $PYTHON, $WORK (a scratch folder) and the helpers below.
 # Prints one line per test and closes with "cli: N passed, N failed".
-# Usage: run.sh [t_NAME.sh ...] (default: every tests/cli/t_*.sh).
+#   bash tests/cli/run.sh [t_FILE.sh...]   only those files (default: every t_*.sh)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)

@@ -28,6 +28,9 @@ test_plugin_naive_passes_every_case_it_provides() {
   [ "$(grep -c '/bounds: ' "$WORK/out")" -eq 37 ] && [ "$(grep -c '/count: ' "$WORK/out")" -eq 31 ]
   [ "$(grep -c '/rejects: ' "$WORK/out")" -eq 6 ]
   expect_text out "PASS $contract: pin/sha256"
+  # --summary: what was left out is counted, not taken for a failure
+  expect_exit 0 "$LONGMIX" verify --plugin "$dir/naive.so" --summary "$contract"
+  [ "$(head -1 "$WORK/out")" = "PASS $contract: 354 checks, 354 passed, 0 failed, 10 not provided" ]
 }
 
 test_plugin_wrong_fails_past_the_tolerance() {

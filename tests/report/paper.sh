@@ -47,7 +47,7 @@ ok "report.md and make report's output start with machine, dates, git revision a
 "$PYTHON" scripts/report.py "$res" --format latex --table roofline >"$tmp/roof.tex" 2>/dev/null
 grep -q '^\\toprule$' "$tmp/roof.tex" && grep -q 'longmix git ' "$tmp/roof.tex" || fail "--format latex"
 "$PYTHON" scripts/report.py "$res" --format csv --table crossover >"$tmp/cross.csv" 2>/dev/null
-head -1 "$tmp/cross.csv" | grep -qF 'phase,attention vs,KV,threads,measured n*,bracket n,attention (s),other (s)' || fail "--format csv: $(head -1 "$tmp/cross.csv")"
+head -1 "$tmp/cross.csv" | grep -qF 'phase,attention vs,KV,threads,measured n*,between n,attention (s),other (s)' || fail "--format csv: $(head -1 "$tmp/cross.csv")"
 set +e
 "$PYTHON" scripts/report.py "$res" --format docx >/dev/null 2>"$tmp/err"; rc=$?
 set -e
