@@ -79,4 +79,12 @@ void lm_swiglu_f32(float *g, const float *u, size_t count);
 /* silu in place, {count}. */
 void lm_silu_f32(float *x, size_t count);
 
+/* Float64 oracle of one SwiGLU MLP layer with its pre-norm and residual:
+ *   h = x / sqrt(mean(x^2) + eps),  y = x + W_down (silu(W_gate h) * (W_up h))
+ * x, y {batch, d}; W_gate, W_up {ff, d}; W_down {d, ff}; silu(g) = g / (1 + exp(-g)).
+ * LM_ERR_SHAPE for a zero size, LM_ERR_NONFINITE for NaN/Inf in x. */
+lm_status lm_mlp_layer_f64_ref(const double *x, const double *w_gate, const double *w_up,
+                               const double *w_down, size_t batch, size_t d, size_t ff,
+                               double eps, double *y, lm_error *err);
+
 #endif
