@@ -126,6 +126,13 @@ x = list(csv.DictReader(open(sys.argv[2])))
 assert len(x) == 1 and x[0]["model"] == "tiny-hybrid" and x[0]["baseline"] == "tiny-attn", x
 assert x[0]["verdict"] in ("crossed", "faster_at_every_ctx", "slower_at_every_ctx"), x
 PY
+  # make report's model section: the table, the crossover and the figure from these files
+  mkdir -p "$WORK/r" && cp "$WORK/m.csv" "$WORK/r/models.csv" && cp "$WORK/x.csv" "$WORK/r/model_crossover.csv"
+  expect_exit 0 "$PYTHON" scripts/report.py "$WORK/r"
+  grep -qF "## Whole models: decode per token" "$WORK/r/report.md"
+  grep -qF "| tiny-hybrid | int8 | bf16 | 1 | 1 | 1024 |" "$WORK/r/report.md"
+  grep -qF "| tiny-hybrid | tiny-attn | 1 | 1 |" "$WORK/r/report.md"
+  if "$PYTHON" -c 'import matplotlib' 2>/dev/null; then [ -s "$WORK/r/fig_model_decode_vs_context.png" ]; fi
   # --resume keeps the four rows and measures only the new context
   expect_exit 0 tiny_run --cache int8 --ctx 64,256,1024 --resume
   expect_text err "[1/6] tiny-attn ctx 64 batch 1 threads 1: kept (--resume)"
