@@ -156,7 +156,7 @@ $(BUILD)/%.o: %.c $(BUILD)/flags.stamp
 # Regenerated each build, replaced only when it changed (so info.o rebuilds only then).
 $(BUILD)/build_info.h: FORCE
 	@mkdir -p $(@D)
-	@scripts/build_info.sh '$(CC)' '$(CFLAGS_ALL)' > $@.tmp && { cmp -s $@.tmp $@ || mv $@.tmp $@; }; rm -f $@.tmp
+	@scripts/build_info.sh '$(CC)' '$(CFLAGS_ALL)' '$(VERSION)' > $@.tmp && { cmp -s $@.tmp $@ || mv $@.tmp $@; }; rm -f $@.tmp
 $(BUILD)/harness/info.o: $(BUILD)/build_info.h
 $(BUILD)/harness/info.o: CFLAGS_ALL += -I$(BUILD)
 
@@ -190,9 +190,14 @@ RUN_CHUNK_ARGS ?= --kernel attn_prefill_window,scan_affine,linear_chunked --ctx 
 RUN_CROSSOVER_ARGS ?= --threads auto
 # whole models: a reduced grid (docs/models.md; docs/benchmarks.md gives the full one)
 RUN_MODEL_ARGS ?= --preset llama3-8b,mistral-7b,mamba2-2.7b --ctx 1k,8k,32k --batch 1 --threads cores --reps 2
-run: $(BIN) ## Install, build, verify every contract, measure (~5 min on 2 cores), report
-	$(RUNNER) $(BIN) verify
+# The build in parallel (one job per core, JOBS=N to change) even when make was called
+# without -j; verify prints one line per contract, the full report goes to results/verify.txt.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+run: ## Install, build (parallel), verify every contract (one line each), measure, report
+	@$(MAKE) --no-print-directory -j$(JOBS) $(BIN)
 	@mkdir -p results
+	@echo "== verify (every check: results/verify.txt)"
+	$(RUNNER) $(BIN) verify --summary --output results/verify.txt
 	@start=$$(date +%s); fail=0; \
 	$(BIN) info --format json > results/info.json && $(BIN) info || fail=1; \
 	echo "== roofline"; $(BIN) roofline --out results/roofline.csv || fail=1; \

@@ -23,7 +23,7 @@ typedef struct named_csv {
 typedef struct machine {
     const char *dir;
     char label[160], host[128], cpu[256], git[128], isa[32], cores[16];
-    named_csv files[MAX_FILES]; /* results CSVs (the DESIGN.md header), by name */
+    named_csv files[MAX_FILES]; /* results CSVs (the results header), by name */
     size_t file_count;
     named_csv summaries[MAX_FILES]; /* *crossover_summary.csv: key columns, found, n_star */
     size_t summary_count;

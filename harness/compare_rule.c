@@ -337,6 +337,31 @@ static void start_row(lm_compare_row *row, const side *s, size_t r)
     row->p_slower = row->p_faster = -1.0;
 }
 
+/* The first row's isa cell of a side ("" when the column is absent). */
+static const char *first_isa(const side *s)
+{
+    const int isa = lm_csv_column(s->csv, "isa");
+    return isa < 0 ? "" : s->csv->cells[0][isa];
+}
+
+/* Why two tables share no configuration: another ISA path (a build that gained a tier), or
+ * another grid. */
+static lm_status no_common_row(const side *b, const side *n, lm_error *err)
+{
+    const char *bi = first_isa(b), *ni = first_isa(n);
+    if (strcmp(bi, ni) != 0)
+        return lm_fail(err, LM_ERR_SCHEMA,
+                       "no configuration of %s is in %s: %s ran the %s path, %s the %s path "
+                       "(the isa is part of the key); measure the baseline again with this "
+                       "build (scripts/ci-gate.sh --update-baseline) or pin the path with --isa",
+                       n->name, b->name, n->name, ni, b->name, bi);
+    return lm_fail(err, LM_ERR_SCHEMA,
+                   "no configuration of %s is in %s (the key is kernel, isa, threads, dtype, "
+                   "bits, n_ctx, chunk, heads, kv_heads, head_dim, d_inner, d_state, batch, "
+                   "disc): were they sweeps of different grids?",
+                   n->name, b->name);
+}
+
 static lm_status join(const side *b, const side *n, const lm_compare_options *o,
                       lm_compare_result *res, lm_error *err)
 {
@@ -374,12 +399,7 @@ static lm_status join(const side *b, const side *n, const lm_compare_options *o,
         row->verdict = LM_COMPARE_NEW_ONLY;
     }
     if (common == 0)
-        return lm_fail(err, LM_ERR_SCHEMA,
-                       "no configuration of %s is in %s (the key is kernel, isa, threads, dtype, "
-                       "bits, n_ctx, chunk, heads, kv_heads, head_dim, d_inner, d_state, batch, "
-                       "disc): "
-                       "were they sweeps of different grids?",
-                       n->name, b->name);
+        return no_common_row(b, n, err);
     for (size_t i = 0; i < res->count; i++)
         res->counts[res->rows[i].verdict]++;
     return LM_OK;

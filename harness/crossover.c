@@ -3,19 +3,25 @@
  * decode_ssm, prefill_attention, prefill_scan, prefill_linear), beside the memory
  * crossover (kernels/arith/memory.c) and the FLOP crossover (the cases' flop counts). */
 #include "crossover.h"
+#include "crossover_table.h"
 
 #include "bench.h"
+#include "busy_watch.h"
 #include "cli.h"
 #include "csv.h"
+#include "omp_wait.h"
 #include "opts.h"
 #include "progress.h"
+#include "results.h"
 #include "roofline.h"
 #include "topo.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 lm_status lm_crossover_find(const double *n, const double *a, const double *b, size_t count,
                             lm_crossover_point *out, lm_error *err)
@@ -56,24 +62,42 @@ static void crossover_usage(FILE *out)
         "usage: longmix crossover [--threads LIST] [--isa LIST] [--ctx LIST] [--prefill-ctx LIST]\n"
         "                         [--dtype LIST] [--reps N] [--out results/crossover.csv]\n"
         "                         [--summary results/crossover_summary.csv] [--no-decode]\n"
-        "                         [--no-prefill] [--no-roofline] [geometry options]\n\n"
+        "                         [--no-prefill] [--no-roofline] [--oversubscribe]\n"
+        "                         [--resume [--force]] [--shard K/N]\n"
+        "                         [geometry options]\n\n"
         "Measures, per thread count, one decode token of attention over n cached tokens (per KV\n"
         "dtype) against one SSM step (Mamba-1, N = d_state; Mamba-2 SSD, N = d_state_m2), and\n"
         "the prefill of n tokens by causal attention against the Mamba-1 selective scan, the\n"
-        "chunked Mamba-2 SSD and chunked linear attention, all per layer. Prints a Markdown table: the measured crossover n*\n"
-        "(log-log interpolation between the two bracketing measurements, printed too) beside\n"
-        "the memory crossover (KV bytes vs the recurrent state, kernels/arith) and the FLOP\n"
-        "crossover (the kernels' own flop counts). Whole-model times are layers x per-layer;\n"
+        "chunked Mamba-2 SSD and chunked linear attention, all per layer. Prints Markdown: per\n"
+        "comparison the measured crossover n* (log-log interpolation between the grid points\n"
+        "around it, printed too) beside the memory crossover (the KV cache in that row's dtype\n"
+        "against the recurrent state, kernels/arith) and the FLOP crossover (the kernels' own\n"
+        "flop counts), and one plain sentence per result. A result with measurements behind it\n"
+        "that were taken on a busy machine (the CSV's disturbed column) or were unsteady\n"
+        "((p75 - min) / median > 20 %%) is marked not trusted. An existing --out file is\n"
+        "replaced (said on stderr) unless --resume. Whole-model times are layers x per-layer;\n"
         "the crossover n* does not depend on the layer count.\n"
         "  --ctx LIST          decode grid (default 64..16384)\n"
         "  --prefill-ctx LIST  prefill grid (default 256..4096)\n"
-        "  --threads LIST      default auto: 1 and the core count\n"
+        "  --threads LIST      default auto: 1 and the core count; above the core count\n"
+        "                      needs --oversubscribe\n"
         "  --isa LIST          default: active\n"
         "  --dtype LIST        KV storage for decode (default f32,f16,bf16)\n"
         "  --reps N            timed repetitions (default 3)\n"
+        "  --resume            keep the --out file's rows and measure only the configurations\n"
+        "                      it lacks with status ok (checked as sweep --resume checks them);\n"
+        "                      the tables and crossovers use its rows and the new ones alike, so\n"
+        "                      `crossover --resume --out MERGED.csv` on the merged shards\n"
+        "                      measures nothing and prints the crossovers\n"
+        "  --force             with --resume: continue a file from another machine or build\n"
+        "  --shard K/N         measure configurations i with i %% N == K-1 (in the order of a\n"
+        "                      whole run) into --out; prints no crossovers and leaves --summary\n"
+        "                      alone. Join the shards with longmix merge, then run the same\n"
+        "                      crossover with --resume --out on the merged file\n"
         "geometry (defaults: the M8 contract):\n"
         "  --d-model 4096 --layers 32 --heads 32 --kv-heads 8 --head-dim 128\n"
         "  --d-inner 8192 --d-state 16 --d-state-m2 128 --conv 4 --bytes-per-value 2\n"
+        "  (--bytes-per-value: of the recurrent state; the KV cache's are its dtype's)\n"
         "  (--heads defaults to d_model / head_dim: the FLOP count 4 n d_model of the M8\n"
         "  scenario is the attention case's 4 n heads head_dim)\n");
 }
@@ -84,9 +108,9 @@ typedef struct geometry {
 
 typedef struct crossover_options {
     const char *threads_text, *isa_text, *ctx_text, *prefill_text, *dtype_text;
-    const char *out_path, *summary_path;
+    const char *out_path, *summary_path, *shard_text;
     int reps;
-    bool no_decode, no_prefill, no_roofline;
+    bool no_decode, no_prefill, no_roofline, oversubscribe, resume, force;
     geometry g;
 } crossover_options;
 
@@ -122,7 +146,7 @@ static int parse(int argc, char **argv, crossover_options *o)
     } texts[] = {{"--threads", &o->threads_text}, {"--isa", &o->isa_text},
                  {"--ctx", &o->ctx_text},         {"--prefill-ctx", &o->prefill_text},
                  {"--dtype", &o->dtype_text},     {"--out", &o->out_path},
-                 {"--summary", &o->summary_path}};
+                 {"--summary", &o->summary_path}, {"--shard", &o->shard_text}};
     bool heads_given = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -137,6 +161,12 @@ static int parse(int argc, char **argv, crossover_options *o)
             o->no_prefill = known = true;
         else if (strcmp(a, "--no-roofline") == 0)
             o->no_roofline = known = true;
+        else if (strcmp(a, "--oversubscribe") == 0)
+            o->oversubscribe = known = true;
+        else if (strcmp(a, "--resume") == 0)
+            o->resume = known = true;
+        else if (strcmp(a, "--force") == 0)
+            o->force = known = true;
         if (known)
             continue;
         if (i + 1 >= argc) {
@@ -177,6 +207,9 @@ static int parse(int argc, char **argv, crossover_options *o)
         o->g.heads = o->g.d_model / o->g.head_dim > 0 ? o->g.d_model / o->g.head_dim : 1;
     if (o->g.heads % o->g.kv_heads != 0)
         return usage_error("--heads must be a multiple of --kv-heads");
+    if (o->force && !o->resume)
+        return usage_error("--force goes with --resume (it continues a file from another "
+                           "machine or build)");
     return 0;
 }
 
@@ -187,20 +220,86 @@ typedef struct run_context {
     lm_csv *rows;
     lm_csv *summary;
     lm_progress progress;
+    lm_busy_watch watch;
+    bool watching;        /* the watch started (at the first measurement) */
     size_t done;
     lm_roofline_limits limits;
     bool have_limits;
     int failures;
+    size_t index;         /* configurations enumerated so far (the --shard order) */
+    int shard_k, shard_n;
+    lm_key_set kept, failed; /* --resume: keys of the file's ok rows, of its failed rows */
+    size_t measured, reused;
 } run_context;
 
-/* Measures one configuration, appends its row, returns the median seconds (0 on failure). */
-static double measure(run_context *rc, const lm_bench_case *c, const lm_bench_config *k)
+typedef lm_crossover_measured point;
+typedef lm_crossover_comparison comparison;
+
+/* The point of an ok row of the table (a row --resume kept). */
+static point point_of_row(const lm_csv *csv, size_t r)
+{
+    const char *const *cells = (const char *const *)csv->cells[r];
+    double median = strtod(cells[lm_csv_column(csv, "median_s")], NULL);
+    double min = strtod(cells[lm_csv_column(csv, "min_s")], NULL);
+    double p75 = strtod(cells[lm_csv_column(csv, "p75_s")], NULL);
+    return (point){median, strcmp(cells[lm_csv_column(csv, "disturbed")], "1") == 0,
+                   lm_unsteady(min, median, p75)};
+}
+
+/* The row of the table whose key is `key`, or -1. */
+static long find_row(const lm_csv *csv, const char *key)
+{
+    for (size_t r = 0; r < csv->rows; r++) {
+        char *other = lm_csv_row_key(csv, r);
+        bool same = other != NULL && strcmp(other, key) == 0;
+        free(other);
+        if (same)
+            return (long)r;
+    }
+    return -1;
+}
+
+static point measure_now(run_context *rc, const lm_bench_case *c, const lm_bench_config *k);
+
+/* One configuration of the run: from the --resume file when it holds an ok row of it, not
+ * measured (a zero point) when another --shard has it, else measured and appended. */
+static point measure(run_context *rc, const lm_bench_case *c, const lm_bench_config *k)
+{
+    const size_t index = rc->index++;
+    lm_result_row id = {.kernel = c->name, .isa = lm_isa_name(k->isa), .dtype = k->dtype,
+                        .threads = k->threads, .bits = k->bits, .n_ctx = k->n_ctx,
+                        .chunk = k->chunk, .heads = k->heads, .kv_heads = k->kv_heads,
+                        .head_dim = k->head_dim, .d_inner = k->d_inner, .d_state = k->d_state,
+                        .batch = k->batch, .disc = k->disc[0] ? k->disc : NULL};
+    char *key = lm_result_key(&id);
+    long kept = key != NULL && lm_key_set_has(&rc->kept, key) ? find_row(rc->rows, key) : -1;
+    free(key);
+    if (kept >= 0) {
+        rc->reused++;
+        rc->done++;
+        return point_of_row(rc->rows, (size_t)kept);
+    }
+    if (!lm_shard_selects(index, rc->shard_k, rc->shard_n))
+        return (point){0};
+    if (!rc->watching) {
+        lm_progress_finish(&rc->progress);
+        lm_busy_watch_start(&rc->watch, "crossover");
+        rc->watching = true;
+    }
+    rc->measured++;
+    return measure_now(rc, c, k);
+}
+
+/* Measures one configuration, puts its row in the table (in the place of a failed row of
+ * the same key) and rewrites --out. */
+static point measure_now(run_context *rc, const lm_bench_case *c, const lm_bench_config *k)
 {
     lm_bench_result r;
     lm_error err;
     char label[128];
     snprintf(label, sizeof label, "%s %s t%d n=%ld", c->name, k->dtype, k->threads, k->n_ctx);
     lm_progress_update(&rc->progress, rc->done++, label);
+    double since = lm_now();
     lm_status s = lm_bench_measure(c, k, rc->o->reps, NULL, &r, &err);
     if (s != LM_OK) {
         memset(&r, 0, sizeof r);
@@ -213,7 +312,8 @@ static double measure(run_context *rc, const lm_bench_case *c, const lm_bench_co
                          .n_ctx = k->n_ctx, .chunk = k->chunk, .heads = k->heads,
                          .kv_heads = k->kv_heads, .head_dim = k->head_dim,
                          .d_inner = k->d_inner, .d_state = k->d_state, .batch = k->batch,
-                         .time = r.time, .rep_times = r.rep_times,
+                         .disc = k->disc[0] ? k->disc : NULL, .time = r.time,
+                         .rep_times = r.rep_times,
                          .rep_cpu_times = r.rep_cpu_times,
                          .rep_count = (size_t)r.rep_times_count, .checksum = r.checksum,
                          .flops = r.flops,
@@ -227,14 +327,20 @@ static double measure(run_context *rc, const lm_bench_case *c, const lm_bench_co
         row.roofline_frac = attainable > 0.0 ? row.gflops / attainable : 0.0;
     }
     row.status = r.status == LM_OK ? "ok" : r.status == LM_ERR_NUMERIC ? "wrong" : "error";
-    lm_result_append(rc->rows, rc->meta, &row, NULL);
+    lm_busy_watch_row(&rc->watch, since, &row);
+    if (lm_results_put(rc->rows, &rc->failed, rc->meta, &row, &err) != LM_OK ||
+        lm_csv_write_atomic(rc->rows, rc->o->out_path, &err) != LM_OK) {
+        lm_progress_finish(&rc->progress);
+        fprintf(stderr, "longmix crossover: %s\n", err.message);
+        rc->failures++;
+    }
     if (r.status != LM_OK) {
         lm_progress_finish(&rc->progress);
         fprintf(stderr, "longmix crossover: %s: %s\n", label, r.message);
         rc->failures++;
-        return 0.0;
+        return (point){0};
     }
-    return t;
+    return (point){t, row.disturbed, lm_unsteady(r.time.min, r.time.median, r.time.p75)};
 }
 
 static void base_config(const lm_bench_case *c, lm_isa isa, int threads, const geometry *g,
@@ -281,17 +387,29 @@ static double flop_crossover(const lm_bench_case *a, const lm_bench_config *ka,
     return (double)lo;
 }
 
-/* The memory crossover of the M8 arithmetic: KV bytes per token vs one sequence's recurrent
- * state (SSM + conv tail) at `d_state`, conv channels d_inner (+ 2 d_state for Mamba-2). */
-static double memory_crossover(const geometry *g, long d_state, bool mamba2, long long *first)
+/* Bytes per cached value of a KV dtype (f32 4, f16 and bf16 2); 0 when unknown. */
+static long kv_value_bytes(const char *dtype)
 {
-    lm_kv_cache_geometry kv = {g->layers, g->kv_heads, g->head_dim, g->bpv};
+    if (strcmp(dtype, "f32") == 0)
+        return 4;
+    if (strcmp(dtype, "f16") == 0 || strcmp(dtype, "bf16") == 0)
+        return 2;
+    return 0;
+}
+
+/* The memory crossover of the M8 arithmetic: KV bytes per token at `kv_bytes` per value vs
+ * one sequence's recurrent state (SSM + conv tail, g->bpv bytes per value) at `d_state`,
+ * conv channels d_inner (+ 2 d_state for Mamba-2). */
+static double memory_crossover(const geometry *g, long d_state, bool mamba2, long kv_bytes,
+                               long long *first)
+{
+    lm_kv_cache_geometry kv = {g->layers, g->kv_heads, g->head_dim, kv_bytes};
     lm_ssm_state_geometry ssm = {g->layers, g->d_inner, d_state, g->conv,
                                  g->d_inner + (mamba2 ? 2 * d_state : 0), g->bpv};
     long long per_token;
     lm_ssm_state_bytes state;
     lm_memory_crossover x;
-    if (lm_arith_kv_bytes_per_token(&kv, &per_token, NULL) != LM_OK ||
+    if (kv_bytes < 1 || lm_arith_kv_bytes_per_token(&kv, &per_token, NULL) != LM_OK ||
         lm_arith_ssm_state_bytes(&ssm, 1, &state, NULL) != LM_OK ||
         lm_arith_memory_crossover(per_token, state.total_bytes, &x, NULL) != LM_OK) {
         *first = 0;
@@ -300,87 +418,6 @@ static double memory_crossover(const geometry *g, long d_state, bool mamba2, lon
     *first = x.first_integer_token;
     return x.tokens_exact;
 }
-
-static void fmt_time(char *out, size_t size, double s)
-{
-    if (s <= 0.0)
-        snprintf(out, size, "failed");
-    else if (s < 1e-3)
-        snprintf(out, size, "%.1f us", s * 1e6);
-    else if (s < 1.0)
-        snprintf(out, size, "%.2f ms", s * 1e3);
-    else
-        snprintf(out, size, "%.2f s", s);
-}
-
-/* One summary line: the measured crossover of a vs b, its bracket, memory and FLOP n*. */
-static void report_crossover(run_context *rc, const char *phase, const char *a_name,
-                             const char *b_name, const char *dtype, lm_isa isa, int threads,
-                             const long *n, const double *ta, const double *tb, size_t count,
-                             double memory_n, double flop_n)
-{
-    double nd[LM_LIST_MAX], a[LM_LIST_MAX], b[LM_LIST_MAX];
-    size_t m = 0;
-    for (size_t i = 0; i < count; i++)
-        if (ta[i] > 0.0 && tb[i] > 0.0) {
-            nd[m] = (double)n[i], a[m] = ta[i], b[m] = tb[i];
-            m++;
-        }
-    lm_crossover_point p = {0};
-    char measured[64] = "no data", bracket[160] = "-", t1[32], t2[32], t3[32], t4[32];
-    lm_status s = lm_crossover_find(nd, a, b, m, &p, NULL);
-    if (s == LM_OK && p.where == 0) {
-        snprintf(measured, sizeof measured, "%.0f", p.n_star);
-        fmt_time(t1, sizeof t1, a[p.lo]), fmt_time(t2, sizeof t2, b[p.lo]);
-        fmt_time(t3, sizeof t3, a[p.hi]), fmt_time(t4, sizeof t4, b[p.hi]);
-        snprintf(bracket, sizeof bracket, "n=%.0f: %s < %s; n=%.0f: %s >= %s", nd[p.lo], t1, t2,
-                 nd[p.hi], t3, t4);
-    } else if (s == LM_OK && p.where < 0) {
-        snprintf(measured, sizeof measured, "<= %.0f", nd[0]);
-        fmt_time(t1, sizeof t1, a[0]), fmt_time(t2, sizeof t2, b[0]);
-        snprintf(bracket, sizeof bracket, "n=%.0f: %s >= %s", nd[0], t1, t2);
-    } else if (s == LM_OK) {
-        snprintf(measured, sizeof measured, "> %.0f", nd[m - 1]);
-        fmt_time(t1, sizeof t1, a[m - 1]), fmt_time(t2, sizeof t2, b[m - 1]);
-        snprintf(bracket, sizeof bracket, "n=%.0f: %s < %s", nd[m - 1], t1, t2);
-    }
-    char mem[32] = "-", flop[32] = "-";
-    if (memory_n > 0.0)
-        snprintf(mem, sizeof mem, "%g", memory_n);
-    if (flop_n > 0.0)
-        snprintf(flop, sizeof flop, "%.0f", flop_n);
-    printf("| %s | %s vs %s | %s | %s | %d | **%s** | %s | %s | %s |\n", phase, a_name, b_name,
-           dtype, lm_isa_name(isa), threads, measured, bracket, mem, flop);
-    char cells[14][96];
-    const char *ptrs[14];
-    snprintf(cells[0], 96, "%s", phase);
-    snprintf(cells[1], 96, "%s", a_name);
-    snprintf(cells[2], 96, "%s", b_name);
-    snprintf(cells[3], 96, "%s", dtype);
-    snprintf(cells[4], 96, "%s", lm_isa_name(isa));
-    snprintf(cells[5], 96, "%d", threads);
-    snprintf(cells[6], 96, "%s", s == LM_OK ? (p.where == 0 ? "found" : p.where < 0 ? "below_grid" : "above_grid") : "no_data");
-    snprintf(cells[7], 96, "%.6g", s == LM_OK ? p.n_star : 0.0);
-    snprintf(cells[8], 96, "%.0f", s == LM_OK && m ? nd[p.lo] : 0.0);
-    snprintf(cells[9], 96, "%.6g", s == LM_OK && m ? a[p.lo] : 0.0);
-    snprintf(cells[10], 96, "%.6g", s == LM_OK && m ? b[p.lo] : 0.0);
-    snprintf(cells[11], 96, "%.0f", s == LM_OK && m ? nd[p.hi] : 0.0);
-    snprintf(cells[12], 96, "%g", memory_n);
-    snprintf(cells[13], 96, "%g", flop_n);
-    for (int i = 0; i < 14; i++)
-        ptrs[i] = cells[i];
-    lm_csv_append(rc->summary, ptrs, NULL);
-}
-
-static void crossover_header(void)
-{
-    printf("| phase | comparison | KV dtype | isa | threads | measured n* | bracketing "
-           "measurements | memory n* | FLOP n* |\n|---|---|---|---|--:|--:|---|--:|--:|\n");
-}
-
-static const char *const summary_columns[14] = {
-    "phase", "method_a", "method_b", "dtype", "isa", "threads", "found", "n_star",
-    "lo_n", "lo_a_s", "lo_b_s", "hi_n", "memory_n", "flop_n"};
 
 static void run_decode(run_context *rc, lm_isa isa, int threads, const long *ctx,
                        size_t ctx_count, char dtypes[][32], size_t dtype_count)
@@ -400,27 +437,30 @@ static void run_decode(run_context *rc, lm_isa isa, int threads, const long *ctx
     lm_bench_config ks[2], ka;
     long states[2] = {o->g.d_state, o->g.d_state_m2};
     const char *names[2] = {"Mamba-1 step", ssd ? "Mamba-2 SSD step" : "Mamba-2-like step"};
-    double t_ssm[2];
+    const char *others[2] = {"Mamba-1", ssd ? "Mamba-2 SSD" : "Mamba-2-like"};
+    point p_ssm[2];
     for (int m = 0; m < 2; m++) {
         base_config(steps[m], isa, threads, &o->g, &ks[m]);
         ks[m].d_state = states[m];
-        t_ssm[m] = measure(rc, steps[m], &ks[m]);
+        p_ssm[m] = measure(rc, steps[m], &ks[m]);
     }
-    double t_attn[LM_LIST_MAX][LM_LIST_MAX] = {{0}};
+    point p_attn[LM_LIST_MAX][LM_LIST_MAX] = {{{0}}};
     for (size_t d = 0; d < dtype_count; d++)
         for (size_t i = 0; i < ctx_count; i++) {
             base_config(attn, isa, threads, &o->g, &ka);
             snprintf(ka.dtype, sizeof ka.dtype, "%.15s", dtypes[d]);
             ka.bits = strcmp(dtypes[d], "f32") == 0 ? 32 : 16;
             ka.n_ctx = ctx[i];
-            t_attn[d][i] = measure(rc, attn, &ka);
+            p_attn[d][i] = measure(rc, attn, &ka);
         }
     lm_progress_finish(&rc->progress);
+    if (rc->shard_n > 1)
+        return; /* a shard's crossovers come from the merged file */
     char t[32];
     printf("\n### Decode, one token, per layer (%s, %d thread%s)\n\n| n cached |", lm_isa_name(isa),
            threads, threads == 1 ? "" : "s");
     for (size_t d = 0; d < dtype_count; d++)
-        printf(" attention %s |", dtypes[d]);
+        printf(" attention, %s cache |", dtypes[d]);
     printf(" %s (N=%ld) | %s (N=%ld) |\n|--:|", names[0], states[0], names[1], states[1]);
     for (size_t d = 0; d < dtype_count + 2; d++)
         printf("--:|");
@@ -428,31 +468,34 @@ static void run_decode(run_context *rc, lm_isa isa, int threads, const long *ctx
     for (size_t i = 0; i < ctx_count; i++) {
         printf("| %ld |", ctx[i]);
         for (size_t d = 0; d < dtype_count; d++) {
-            fmt_time(t, sizeof t, t_attn[d][i]);
-            printf(" %s |", t);
+            lm_crossover_fmt_time(t, sizeof t, p_attn[d][i].t);
+            printf(" %s%s |", t, p_attn[d][i].disturbed ? " (busy)" : "");
         }
         for (int m = 0; m < 2; m++) {
-            fmt_time(t, sizeof t, t_ssm[m]);
-            printf(" %s |", t);
+            lm_crossover_fmt_time(t, sizeof t, p_ssm[m].t);
+            printf(" %s%s |", t, p_ssm[m].disturbed ? " (busy)" : "");
         }
         printf("\n");
     }
     printf("\n");
-    crossover_header();
+    lm_crossover_print_header();
+    char sentences[2 * LM_LIST_MAX][640];
+    size_t said = 0;
     for (size_t d = 0; d < dtype_count; d++)
         for (int m = 0; m < 2; m++) {
-            double flat[LM_LIST_MAX];
-            for (size_t i = 0; i < ctx_count; i++)
-                flat[i] = t_ssm[m];
             long long first;
-            double memory_n = memory_crossover(&o->g, states[m], m == 1, &first);
             base_config(attn, isa, threads, &o->g, &ka);
-            double flop_n = flop_crossover(attn, &ka, steps[m], &ks[m]);
-            char a_name[48];
-            snprintf(a_name, sizeof a_name, "attention");
-            report_crossover(rc, "decode", a_name, names[m], dtypes[d], isa, threads, ctx,
-                             t_attn[d], flat, ctx_count, memory_n, flop_n);
+            comparison c = {.phase = "decode", .a_name = "attention", .b_name = names[m],
+                            .other = others[m], .dtype = dtypes[d], .isa = isa,
+                            .threads = threads, .n = ctx, .a = p_attn[d], .b = &p_ssm[m],
+                            .b_flat = true, .decode = true, .count = ctx_count,
+                            .memory_n = memory_crossover(&o->g, states[m], m == 1,
+                                                         kv_value_bytes(dtypes[d]), &first),
+                            .flop_n = flop_crossover(attn, &ka, steps[m], &ks[m])};
+            lm_crossover_report(&c, rc->summary, sentences[said], sizeof sentences[said]);
+            said++;
         }
+    lm_crossover_print_sentences(sentences, said);
 }
 
 static void run_prefill(run_context *rc, lm_isa isa, int threads, const long *ctx,
@@ -466,16 +509,18 @@ static void run_prefill(run_context *rc, lm_isa isa, int threads, const long *ct
                                            lm_bench_find_role("prefill_linear", 0)};
     static const char *const missing[OTHERS] = {"selective scan", "Mamba-2 SSD",
                                                 "chunked linear attention"};
+    static const char *const said_as[OTHERS] = {"Mamba-1 selective-scan", "chunked Mamba-2 SSD",
+                                                "chunked linear-attention"};
     if (attn == NULL) {
         printf("\n(prefill: no prefill_attention kernel registered yet)\n");
         return;
     }
-    double t_attn[LM_LIST_MAX] = {0}, t_other[OTHERS][LM_LIST_MAX] = {{0}};
+    point p_attn[LM_LIST_MAX] = {{0}}, p_other[OTHERS][LM_LIST_MAX] = {{{0}}};
     lm_bench_config ka, ko[OTHERS];
     for (size_t i = 0; i < ctx_count; i++) {
         base_config(attn, isa, threads, &o->g, &ka);
         ka.n_ctx = ctx[i];
-        t_attn[i] = measure(rc, attn, &ka);
+        p_attn[i] = measure(rc, attn, &ka);
         for (int m = 0; m < OTHERS; m++) {
             if (others[m] == NULL)
                 continue;
@@ -483,10 +528,12 @@ static void run_prefill(run_context *rc, lm_isa isa, int threads, const long *ct
             if (m == 1)
                 ko[m].d_state = o->g.d_state_m2;
             ko[m].n_ctx = ctx[i];
-            t_other[m][i] = measure(rc, others[m], &ko[m]);
+            p_other[m][i] = measure(rc, others[m], &ko[m]);
         }
     }
     lm_progress_finish(&rc->progress);
+    if (rc->shard_n > 1)
+        return;
     char t[32];
     printf("\n### Prefill of n tokens, per layer (%s, %d thread%s)\n\n| n | causal attention |",
            lm_isa_name(isa), threads, threads == 1 ? "" : "s");
@@ -498,31 +545,102 @@ static void run_prefill(run_context *rc, lm_isa isa, int threads, const long *ct
         printf("%s", others[m] ? "--:|" : "");
     printf("\n");
     for (size_t i = 0; i < ctx_count; i++) {
-        fmt_time(t, sizeof t, t_attn[i]);
-        printf("| %ld | %s |", ctx[i], t);
+        lm_crossover_fmt_time(t, sizeof t, p_attn[i].t);
+        printf("| %ld | %s%s |", ctx[i], t, p_attn[i].disturbed ? " (busy)" : "");
         for (int m = 0; m < OTHERS; m++)
             if (others[m]) {
-                fmt_time(t, sizeof t, t_other[m][i]);
-                printf(" %s |", t);
+                lm_crossover_fmt_time(t, sizeof t, p_other[m][i].t);
+                printf(" %s%s |", t, p_other[m][i].disturbed ? " (busy)" : "");
             }
         printf("\n");
     }
     printf("\n");
-    crossover_header();
+    lm_crossover_print_header();
+    char sentences[OTHERS][640];
+    size_t said = 0;
     for (int m = 0; m < OTHERS; m++) {
         if (others[m] == NULL) {
-            printf("| prefill | attention vs %s | - | %s | %d | not registered yet | - | - | - |\n",
-                   missing[m], lm_isa_name(isa), threads);
+            printf("| prefill | attention vs %s | - | %s | %d | not registered yet | - | - | - "
+                   "| - |\n", missing[m], lm_isa_name(isa), threads);
             continue;
         }
         base_config(attn, isa, threads, &o->g, &ka);
         base_config(others[m], isa, threads, &o->g, &ko[m]);
         if (m == 1)
             ko[m].d_state = o->g.d_state_m2;
-        double flop_n = flop_crossover(attn, &ka, others[m], &ko[m]);
-        report_crossover(rc, "prefill", "causal attention", others[m]->name, "f32", isa, threads,
-                         ctx, t_attn, t_other[m], ctx_count, 0.0, flop_n);
+        comparison c = {.phase = "prefill", .a_name = "causal attention",
+                        .b_name = others[m]->name, .other = said_as[m], .dtype = "f32",
+                        .isa = isa, .threads = threads, .n = ctx, .a = p_attn,
+                        .b = p_other[m], .count = ctx_count,
+                        .flop_n = flop_crossover(attn, &ka, others[m], &ko[m])};
+        lm_crossover_report(&c, rc->summary, sentences[said], sizeof sentences[said]);
+        said++;
     }
+    lm_crossover_print_sentences(sentences, said);
+}
+
+/* Says on stderr that an existing file will be replaced. */
+static void say_replaced(const char *path)
+{
+    lm_csv old;
+    if (lm_csv_read(&old, path, NULL) != LM_OK)
+        return;
+    fprintf(stderr, "longmix crossover: %s exists (%zu rows of an earlier run); this run replaces "
+                    "it (pass --out and --summary to keep it, or --resume to continue it)\n",
+            path, old.rows);
+    lm_csv_free(&old);
+}
+
+/* The rows table: empty (the files it replaces said), or with --resume the --out file's
+ * rows checked and de-duplicated as sweep --resume does, their keys in rc->kept and
+ * rc->failed. 0 or an exit code (said). */
+static int open_rows(const crossover_options *o, const lm_machine_meta *meta, bool shard,
+                     lm_csv *rows, run_context *rc)
+{
+    lm_error err;
+    struct stat st;
+    if (!o->resume || (stat(o->out_path, &st) != 0 && errno == ENOENT)) {
+        say_replaced(o->out_path);
+        if (!shard)
+            say_replaced(o->summary_path);
+        return lm_csv_init_results(rows, &err) == LM_OK ? 0 : usage_error(err.message);
+    }
+    lm_resume_counts counts;
+    if (lm_results_read(rows, o->out_path, &err) != LM_OK)
+        return usage_error(err.message);
+    if (lm_results_resume(rows, o->out_path, meta, o->force, &rc->kept, &rc->failed, &counts,
+                          &err) != LM_OK) {
+        lm_csv_free(rows);
+        return usage_error(err.message);
+    }
+    if (counts.duplicates > 0 || counts.failed > 0)
+        fprintf(stderr, "longmix crossover: %s: %zu duplicate rows dropped, %zu failed rows to "
+                        "measure again\n", o->out_path, counts.duplicates, counts.failed);
+    return 0;
+}
+
+/* The thread counts: auto (1 and the core count) or --threads, above the cores only with
+ * --oversubscribe. 0 or an exit code (said). */
+static int thread_counts(const crossover_options *o, int cores, long *threads, size_t *count)
+{
+    lm_error err;
+    *count = 0;
+    if (o->threads_text == NULL) {
+        threads[(*count)++] = 1;
+        if (cores > 1)
+            threads[(*count)++] = cores;
+    } else if (lm_parse_thread_list("--threads", o->threads_text, cores, threads, count, &err) !=
+               LM_OK) {
+        return usage_error(err.message);
+    }
+    for (size_t t = 0; t < *count; t++)
+        if (threads[t] > cores && cores > 0 && !o->oversubscribe) {
+            fprintf(stderr, "longmix crossover: --threads %ld exceeds the %d cores of this "
+                            "machine (pass --oversubscribe to measure it anyway)\n", threads[t],
+                    cores);
+            return LM_EXIT_USAGE;
+        }
+    return 0;
 }
 
 int lm_cmd_crossover(int argc, char **argv)
@@ -540,18 +658,14 @@ int lm_cmd_crossover(int argc, char **argv)
     size_t isa_count;
     char dtypes[LM_LIST_MAX][32];
     size_t dtype_count;
-    if (o.threads_text == NULL) {
-        threads[thread_count++] = 1;
-        if (meta.cores > 1)
-            threads[thread_count++] = meta.cores;
-    } else if (lm_parse_thread_list("--threads", o.threads_text, meta.cores, threads,
-                                    &thread_count, &err) != LM_OK) {
-        return usage_error(err.message);
-    }
+    int shard_k = 1, shard_n = 1;
+    if ((status = thread_counts(&o, meta.cores, threads, &thread_count)) != 0)
+        return status;
     if (lm_parse_size_list("--ctx", o.ctx_text, 1, ctx, &ctx_count, &err) != LM_OK ||
         lm_parse_size_list("--prefill-ctx", o.prefill_text, 1, pctx, &pctx_count, &err) != LM_OK ||
         lm_parse_isa_list("--isa", o.isa_text, isas, &isa_count, &err) != LM_OK ||
-        lm_parse_word_list("--dtype", o.dtype_text, dtypes, &dtype_count, &err) != LM_OK)
+        lm_parse_word_list("--dtype", o.dtype_text, dtypes, &dtype_count, &err) != LM_OK ||
+        (o.shard_text != NULL && lm_parse_shard(o.shard_text, &shard_k, &shard_n, &err) != LM_OK))
         return usage_error(err.message);
     const lm_bench_case *attn = lm_bench_find_role("decode_attention", 0);
     for (size_t d = 0; d < dtype_count && attn; d++)
@@ -560,30 +674,36 @@ int lm_cmd_crossover(int argc, char **argv)
                     attn->name, dtypes[d], attn->dtypes);
             return LM_EXIT_USAGE;
         }
+    lm_omp_wait_settle(argc, argv);
+    const bool shard = shard_n > 1;
+    run_context rc = {.o = &o, .meta = &meta, .shard_k = shard_k, .shard_n = shard_n};
     lm_csv rows, summary;
-    if (lm_csv_init_results(&rows, &err) != LM_OK ||
-        lm_csv_init(&summary, summary_columns, 14, &err) != LM_OK)
-        return usage_error(err.message);
-    if (lm_csv_write_atomic(&rows, o.out_path, &err) != LM_OK ||
-        lm_csv_write_atomic(&summary, o.summary_path, &err) != LM_OK) {
+    if ((status = open_rows(&o, &meta, shard, &rows, &rc)) != 0)
+        return status;
+    rc.rows = &rows, rc.summary = &summary;
+    if (lm_csv_init(&summary, lm_crossover_summary_columns, LM_CROSSOVER_SUMMARY_COLUMNS, &err) != LM_OK ||
+        lm_csv_write_atomic(&rows, o.out_path, &err) != LM_OK ||
+        (!shard && lm_csv_write_atomic(&summary, o.summary_path, &err) != LM_OK)) {
         lm_csv_free(&rows), lm_csv_free(&summary);
+        lm_key_set_free(&rc.kept), lm_key_set_free(&rc.failed);
         return usage_error(err.message);
     }
-    run_context rc = {.o = &o, .meta = &meta, .rows = &rows, .summary = &summary};
     size_t per = (o.no_decode ? 0 : 2 + dtype_count * ctx_count) +
                  (o.no_prefill ? 0 : 4 * pctx_count);
     lm_progress_start(&rc.progress, per * thread_count * isa_count);
     long long m1_first, m2_first;
-    double m1 = memory_crossover(&o.g, o.g.d_state, false, &m1_first);
-    double m2 = memory_crossover(&o.g, o.g.d_state_m2, true, &m2_first);
-    printf("## SSM vs attention crossover on %s\n\n", meta.cpu_model);
+    double m1 = memory_crossover(&o.g, o.g.d_state, false, o.g.bpv, &m1_first);
+    double m2 = memory_crossover(&o.g, o.g.d_state_m2, true, o.g.bpv, &m2_first);
+    printf("## SSM vs attention crossover on %s%s\n\n", meta.cpu_model,
+           shard ? " (one shard: no crossovers)" : "");
     printf("Geometry: d_model %ld, %ld layers, %ld heads, %ld KV heads x %ld, d_inner %ld, "
            "d_state %ld (Mamba-2-like %ld), conv %ld, %ld bytes per cached value. Times are per "
            "layer; a whole model is %ld x these (n* is unchanged).\n",
            o.g.d_model, o.g.layers, o.g.heads, o.g.kv_heads, o.g.head_dim, o.g.d_inner,
            o.g.d_state, o.g.d_state_m2, o.g.conv, o.g.bpv, o.g.layers);
-    printf("Memory crossover (KV cache = recurrent state): Mamba-1 %g tokens (first integer "
-           "%lld), Mamba-2-like %g (first integer %lld).\n", m1, m1_first, m2, m2_first);
+    printf("Memory crossover (KV cache = recurrent state, both at %ld bytes per value): Mamba-1 "
+           "%g tokens (first integer %lld), Mamba-2-like %g (first integer %lld); per KV dtype "
+           "in the tables.\n", o.g.bpv, m1, m1_first, m2, m2_first);
     for (size_t ii = 0; ii < isa_count; ii++)
         for (size_t ti = 0; ti < thread_count; ti++) {
             rc.have_limits = !o.no_roofline && !(o.no_decode && o.no_prefill) &&
@@ -592,21 +712,32 @@ int lm_cmd_crossover(int argc, char **argv)
                 run_decode(&rc, isas[ii], (int)threads[ti], ctx, ctx_count, dtypes, dtype_count);
             if (!o.no_prefill)
                 run_prefill(&rc, isas[ii], (int)threads[ti], pctx, pctx_count);
-            lm_csv_write_atomic(&rows, o.out_path, NULL);
-            lm_csv_write_atomic(&summary, o.summary_path, NULL);
+            if (!shard)
+                lm_csv_write_atomic(&summary, o.summary_path, NULL);
         }
     lm_progress_finish(&rc.progress);
+    if (!shard && !(o.no_decode && o.no_prefill))
+        lm_crossover_print_legend(o.g.bpv);
     int rc_exit = LM_EXIT_OK;
     if (lm_csv_write_atomic(&rows, o.out_path, &err) != LM_OK ||
-        lm_csv_write_atomic(&summary, o.summary_path, &err) != LM_OK) {
+        (!shard && lm_csv_write_atomic(&summary, o.summary_path, &err) != LM_OK)) {
         fprintf(stderr, "longmix crossover: %s\n", err.message);
         rc_exit = LM_EXIT_USAGE;
     } else {
-        fprintf(stderr, "longmix crossover: %zu measurements -> %s, crossovers -> %s\n", rows.rows,
-                o.out_path, o.summary_path);
+        if (rc.watching)
+            lm_busy_watch_finish(&rc.watch, o.out_path);
+        fprintf(stderr, "longmix crossover: %zu configurations measured, %zu from %s, %zu rows -> "
+                        "%s", rc.measured, rc.reused, o.out_path, rows.rows, o.out_path);
+        if (shard)
+            fprintf(stderr, " (shard %d of %d: join the shards with longmix merge, then run this "
+                            "crossover without --shard, with --resume --out on the merged file, "
+                            "for the crossovers)\n", shard_k, shard_n);
+        else
+            fprintf(stderr, ", crossovers -> %s\n", o.summary_path);
     }
     if (rc.failures && rc_exit == LM_EXIT_OK)
         rc_exit = LM_EXIT_CHECK_FAILED;
     lm_csv_free(&rows), lm_csv_free(&summary);
+    lm_key_set_free(&rc.kept), lm_key_set_free(&rc.failed);
     return rc_exit;
 }

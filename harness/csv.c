@@ -8,14 +8,14 @@
 #include <string.h>
 
 const char *const lm_results_columns[LM_RESULTS_COLUMNS] = {
-    /* DESIGN.md "Results CSV", in order: */
+    /* the results columns (docs/benchmarks.md, "The results CSV"), in order: */
     "run_id", "timestamp", "git_rev", "host", "cpu_model", "isa", "threads", "kernel", "dtype",
     "bits", "n_ctx", "chunk", "heads", "kv_heads", "head_dim", "d_inner", "d_state", "batch",
     "reps", "median_s", "min_s", "p25_s", "p75_s", "gflops", "gbps", "roofline_frac",
     "checksum", "status",
     /* longmix extras: */
     "flops", "bytes", "err_max", "note", "compiler", "cores", "llc_bytes", LM_RESULTS_REP_TIMES,
-    LM_RESULTS_REP_CPU, "disc"};
+    LM_RESULTS_REP_CPU, "disc", "busy_cores", "disturbed"};
 
 const char *const lm_results_key_columns[LM_RESULTS_KEY_COLUMNS] = {
     "kernel", "isa", "threads", "dtype", "bits", "n_ctx", "chunk",
@@ -330,7 +330,7 @@ lm_status lm_csv_check_results_header(const lm_csv *csv, const char *path, lm_er
     for (size_t c = 0; c < LM_RESULTS_REQUIRED; c++)
         if (c >= csv->columns || strcmp(csv->header[c], lm_results_columns[c]) != 0)
             return lm_fail(err, LM_ERR_SCHEMA,
-                           "%s: column %zu must be '%s' (the DESIGN.md results columns, in order)",
+                           "%s: column %zu must be '%s' (the results columns, in order)",
                            path, c + 1, lm_results_columns[c]);
     return LM_OK;
 }
@@ -379,6 +379,8 @@ static const lm_column_rule results_rules[] = {
     {LM_RESULTS_REP_TIMES, LM_CELL_TIMES, false, 0, HUGE_VAL},
     {LM_RESULTS_REP_CPU, LM_CELL_TIMES, false, 0, HUGE_VAL},
     {"disc", LM_CELL_WORD, false, 0, 0}, /* zoh / euler on Mamba-1 rows, else empty */
+    {"busy_cores", LM_CELL_REAL, false, 0, 1e6}, /* empty: not known (an older file) */
+    {"disturbed", LM_CELL_INT, false, 0, 1},
 };
 _Static_assert(sizeof results_rules / sizeof results_rules[0] == LM_RESULTS_COLUMNS,
                "every results column has a rule");
@@ -521,8 +523,9 @@ lm_status lm_results_validate(const lm_csv *csv, const char *name, lm_error *err
 /* ---- typed rows ----------------------------------------------------------------- */
 
 enum { NUMBER_TEXT = 40, REP_TEXT = LM_RESULTS_MAX_REP_TIMES * 24 };
-/* rep_times_s, then rep_cpu_s, then disc: the last three columns */
-enum { REP_TIMES_AT = LM_RESULTS_COLUMNS - 3 };
+/* rep_times_s, then rep_cpu_s: after the 35 columns before them */
+enum { REP_TIMES_AT = 35 };
+_Static_assert(REP_TIMES_AT == LM_RESULTS_COLUMNS - 5, "rep_times_s is column 35 of 40");
 
 static void fmt_double(char *out, double v)
 {
@@ -593,6 +596,13 @@ static void row_cells(const lm_machine_meta *meta, const lm_result_row *row,
     TEXT(NULL); /* rep_times_s (column REP_TIMES_AT) */
     TEXT(NULL); /* rep_cpu_s */
     TEXT(row->disc);
+    if (row->busy_known) {
+        REAL(row->busy_cores);
+        LONG(row->disturbed ? 1 : 0);
+    } else {
+        TEXT(NULL);
+        TEXT(NULL);
+    }
 #undef TEXT
 #undef META
 #undef LONG

@@ -1,4 +1,4 @@
-/* Tidy results CSV: the DESIGN.md column list (never renamed, never reordered), extra
+/* Tidy results CSV: the results columns of docs/benchmarks.md (never renamed, never reordered), extra
  * columns after it, RFC 4180 quoting, atomic writes (files.h), reading back for --resume
  * and merge, the rule each column's cells follow, and the one configuration key that
  * --resume, merge and the sweep's plan agree on. */
@@ -11,14 +11,17 @@
 
 #include <stdio.h>
 
-/* The Results CSV columns of DESIGN.md, in order (LM_RESULTS_REQUIRED of them), then
+/* The results columns (docs/benchmarks.md), in order (LM_RESULTS_REQUIRED of them), then
  * longmix's extra columns (flops and bytes of one run, the error against the float64
  * reference, a note, machine facts from `longmix info`, the repetition times that
  * `longmix compare` tests: wall and process CPU seconds per run, each list separated by
- * ';', in the order measured, and last the Mamba-1 discretization: disc, "zoh" or "euler"
- * on mamba1_scan / mamba1_step rows, empty on the others). */
+ * ';', in the order measured, the Mamba-1 discretization: disc, "zoh" or "euler" on
+ * mamba1_scan / mamba1_step rows, empty on the others, and last whether the machine was
+ * busy: busy_cores, other processes' average cores in use on our CPUs over the row's
+ * window (harness/busy.h), and disturbed, 1 when they left the row's team too few cores,
+ * else 0; both empty when not known). */
 #define LM_RESULTS_REQUIRED 28
-#define LM_RESULTS_COLUMNS 38
+#define LM_RESULTS_COLUMNS 40
 #define LM_RESULTS_REP_TIMES "rep_times_s" /* the names of the two repetition columns */
 #define LM_RESULTS_REP_CPU "rep_cpu_s"
 #define LM_RESULTS_MAX_REP_TIMES 256       /* the most lm_result_append writes */
@@ -78,13 +81,13 @@ lm_status lm_csv_read(lm_csv *csv, const char *path, lm_error *err);
 lm_status lm_csv_parse(lm_csv *csv, const char *text, size_t length, const char *path,
                        lm_error *err);
 
-/* LM_OK when the header starts with exactly the DESIGN.md columns, in order. */
+/* LM_OK when the header starts with exactly the results columns, in order. */
 lm_status lm_csv_check_results_header(const lm_csv *csv, const char *path, lm_error *err);
 
 /* ---- what a results cell may hold ----------------------------------------------------
  * Every column of lm_results_columns has a rule; a results file read back (--resume,
  * merge) is checked cell by cell against the rule of its column, found by name. A column
- * added after the DESIGN.md ones adds its rule beside it in csv.c; a column this build
+ * added after the results columns adds its rule beside it in csv.c; a column this build
  * does not know is free text (no control characters). */
 typedef enum lm_cell_kind {
     LM_CELL_TEXT,   /* any text without control characters */
@@ -127,6 +130,9 @@ typedef struct lm_result_row {
     const double *rep_times;         /* {rep_count} seconds per run in time order, or NULL */
     const double *rep_cpu_times;     /* {rep_count} process CPU seconds per run, or NULL */
     size_t rep_count;
+    bool busy_known;                 /* false: busy_cores and disturbed are written empty */
+    bool disturbed;                  /* lm_busy_disturbed(busy_cores, threads, cpus) */
+    double busy_cores;               /* other processes' cores in use (lm_busy_mark) */
 } lm_result_row;
 
 /* Appends the row (every text in full, numbers as lm_result_append always writes them). */

@@ -1,6 +1,7 @@
 /* longmix info: the machine, the chosen ISA path and why, the OpenMP binding as applied,
  * the build. The same metadata goes with every results file (topo.h, lm_machine_meta). */
 #include "cli.h"
+#include "omp_wait.h"
 #include "topo.h"
 
 #include "build_info.h"
@@ -10,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+const char *lm_build_version(void) { return LM_BUILD_VERSION; }
 
 const char *lm_build_git_rev(void) { return LM_BUILD_GIT_REV; }
 
@@ -84,6 +87,11 @@ static void print_text(const lm_machine_meta *m, const lm_topology *t, const lm_
     for (int i = 0; i < b->thread_count; i++)
         printf("  thread %-3d cpuset %-12s last on PU %d\n", b->threads[i].thread,
                b->threads[i].cpuset, b->threads[i].last_pu);
+    char wait[96];
+    lm_omp_wait_text(wait, sizeof wait);
+    printf("omp wait   %s here; sweep, crossover and roofline run with GOMP_SPINCOUNT=%s when "
+           "neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set (docs/benchmarks.md, Noise)\n",
+           wait, LM_OMP_SPINCOUNT);
     printf("compiler   %s\n", m->compiler);
     printf("flags      %s\n", m->cflags);
     printf("git        %s\n", m->git_rev);

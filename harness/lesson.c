@@ -1,4 +1,4 @@
-/* longmix lesson --csv DIR: the data behind the lesson's eight figures (seed 000, section
+/* longmix lesson --csv DIR: the data behind the lesson's eight figures (the lesson, section
  * 7), computed by longmix's own references (kernels/arith, window, sparse, attention,
  * linear, ssm, latent, kvquant), one tidy CSV per figure. scripts/plot.py draws them; no
  * Python re-implements the math. The figure parameters (context lengths, n = 16, w = 4,

@@ -1,4 +1,4 @@
-/* The M8 checker (schema_version 2): recomputes every expected number of the seed's seven
+/* The M8 checker (schema_version 2): recomputes every expected number of the M8 notebook's seven
  * sections with the float64 references, at the notebook's tolerances, then checks the
  * notebook's invariants and its eleven negative cases.
  *

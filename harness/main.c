@@ -1,5 +1,6 @@
 /* longmix: verify numerical contracts, measure kernels, find the SSM/attention crossover. */
 #include "cli.h"
+#include "topo.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -25,7 +26,8 @@ static const subcommand subcommands[] = {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: longmix <command> [options]   (longmix <command> --help for more)\n\n"
+    fprintf(out, "usage: longmix <command> [options]   (longmix <command> --help for more)\n"
+                 "       longmix --version\n\n"
                  "commands:\n");
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)
         fprintf(out, "  %-16s %s\n", subcommands[i].name, subcommands[i].summary);
@@ -41,6 +43,11 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         usage(stdout);
+        return LM_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        printf("longmix %s (git %s, %s)\n", lm_build_version(), lm_build_git_rev(),
+               lm_build_compiler());
         return LM_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof subcommands / sizeof subcommands[0]; i++)

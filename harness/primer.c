@@ -1243,7 +1243,7 @@ static lm_status fn_cache_bytes_by_method(const json_t *args, outputs *o, lm_err
     return LM_OK;
 }
 
-/* ---- seed 003: demos and exercises --------------------------------------------------------- */
+/* ---- the M8 notebook: demos and exercises ------------------------------------------------ */
 
 static lm_status fn_chunk_boundary(const json_t *args, outputs *o, lm_error *err)
 {

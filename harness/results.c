@@ -252,12 +252,28 @@ static lm_status new_kernel_words(lm_csv *csv, const char *path, lm_error *err)
     return LM_OK;
 }
 
+/* A table of a build before the busy columns: busy_cores and disturbed appended, empty
+ * (whether the machine was busy is not known). */
+static lm_status add_busy_columns(lm_csv *csv, lm_error *err)
+{
+    static const char *const names[2] = {"busy_cores", "disturbed"};
+    lm_status s = LM_OK;
+    for (int k = 0; k < 2 && s == LM_OK; k++)
+        if (csv->columns > 0 && lm_csv_column(csv, names[k]) < 0)
+            s = lm_csv_add_column(csv, names[k], err);
+    return s;
+}
+
 /* A table just read brought to this build's layout: old kernel words renamed, the disc
- * column added; frees the table on failure. */
+ * and busy columns added; frees the table on failure. */
 static lm_status current_layout(lm_csv *csv, const char *path, lm_error *err)
 {
     lm_status s = new_kernel_words(csv, path, err);
-    if (s == LM_OK && (s = add_disc_column(csv, err)) != LM_OK)
+    if (s == LM_OK)
+        s = add_disc_column(csv, err);
+    if (s == LM_OK)
+        s = add_busy_columns(csv, err);
+    if (s != LM_OK)
         lm_csv_free(csv);
     return s;
 }

@@ -1,5 +1,5 @@
 /* Results files read back: joining shards (longmix merge) and checking the file that
- * `sweep --resume` continues. Both validate what they read the same way: the DESIGN.md
+ * `sweep --resume` continues. Both validate what they read the same way: the results
  * header, every cell against its column's rule (csv.h), every row from one machine and
  * build, one row per configuration key. Library code: errors are values. */
 #ifndef LONGMIX_RESULTS_H
@@ -12,7 +12,8 @@
  * (harness/registry.h), and a table without a disc column (written before it existed)
  * given one as its last column: "zoh" on its mamba1_scan and mamba1_step rows (those
  * builds measured the exact ZOH only), empty on the others. So rows of old and new files
- * join. Every reader of results files (resume, merge, compare, compare-machines) reads
+ * join; likewise a table without the busy_cores and disturbed columns gets both, empty
+ * (not known). Every reader of results files (resume, merge, compare, compare-machines) reads
  * through it. */
 lm_status lm_results_read(lm_csv *csv, const char *path, lm_error *err);
 /* lm_results_read on a file's bytes text[0..length) (lm_csv_parse); `path` names it. */

@@ -3,8 +3,10 @@
 #include "roofline.h"
 
 #include "../kernels/core/peak.h"
+#include "busy_watch.h"
 #include "cli.h"
 #include "csv.h"
+#include "omp_wait.h"
 #include "opts.h"
 #include "stats.h"
 #include "topo.h"
@@ -218,7 +220,8 @@ static void roofline_usage(FILE *out)
             "2 per bf16 product), the roof of the bf16 prefill and chunked kernels. Rows go to\n"
             "the results CSV (kernel peak_fma / peak_dot_i8 / peak_dot_bf16 / stream_triad).\n"
             "  --threads LIST  e.g. 1,2 or 1..8 (default: 1..cores)\n"
-            "  --isa LIST      scalar,avx2,avx512,neon, all, active (default: all)\n"
+            "  --isa LIST      scalar, avx2, avx512, avx512vnni, avx512bf16, neon, all, active\n"
+            "                  (default: all)\n"
             "  --size BYTES    per array; k/M suffixes (e.g. 256M)\n"
             "  --reps N        timed repetitions (default 5)\n");
 }
@@ -259,14 +262,15 @@ static bool on_avx512(lm_isa isa)
 
 /* The row of one dot-product peak at one thread count (printed as a table row too); 0, or
  * 1 when the measurement failed (reported). */
-static int append_dot(lm_csv *csv, const lm_machine_meta *meta, const dot_peak *dot,
-                      int threads, int reps, double gbps)
+static int append_dot(lm_csv *csv, const lm_machine_meta *meta, lm_busy_watch *watch,
+                      const dot_peak *dot, int threads, int reps, double gbps)
 {
     lm_error err;
     double rate = 0.0;
     lm_result_row p = {.kernel = dot->kernel, .isa = lm_isa_name(dot->isa),
                        .dtype = dot->dtype, .threads = threads, .reps = reps, .bits = dot->bits,
                        .batch = 1, .err_max = -1.0};
+    double start = lm_now();
     lm_status s = dot->measure(threads, reps, 0.02, &rate, &err);
     p.gflops = rate;
     p.status = s == LM_OK ? "ok" : "failed";
@@ -274,6 +278,7 @@ static int append_dot(lm_csv *csv, const lm_machine_meta *meta, const dot_peak *
     p.flops = rate * 1e9 * 0.02;
     p.time.median = p.time.min = p.time.p25 = p.time.p75 = 0.02;
     p.roofline_frac = 1.0;
+    lm_busy_watch_row(watch, start, &p);
     lm_result_append(csv, meta, &p, NULL);
     if (s != LM_OK) {
         fprintf(stderr, "longmix roofline: %s\n", err.message);
@@ -289,6 +294,7 @@ int lm_cmd_roofline(int argc, char **argv)
     const char *threads_text = NULL, *isa_text = "all", *size_text = NULL;
     const char *out_path = "results/roofline.csv";
     int reps = 5;
+    lm_omp_wait_settle(argc, argv);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has = i + 1 < argc;
@@ -351,13 +357,15 @@ int lm_cmd_roofline(int argc, char **argv)
         return usage_error(err.message);
     }
     int failed = 0;
+    lm_busy_watch watch;
+    lm_busy_watch_start(&watch, "roofline");
     printf("| threads | isa | peak GFLOP/s | triad GB/s | ridge FLOP/byte |\n"
            "|--:|---|--:|--:|--:|\n");
     for (size_t t = 0; t < thread_count; t++) {
         double gbps = 0.0;
         lm_result_row row = {.kernel = "stream_triad", .isa = "any", .dtype = "f64",
                              .threads = (int)threads[t], .reps = reps, .bits = 64, .batch = 1,
-                             .n_ctx = (long)(array_bytes / 8), .err_max = -1.0};
+                             .err_max = -1.0}; /* n_ctx 0: a triad has no context */
         double start = lm_now();
         lm_status s = lm_roofline_triad((int)threads[t], array_bytes, reps, &gbps, &err);
         double wall = lm_now() - start;
@@ -366,18 +374,24 @@ int lm_cmd_roofline(int argc, char **argv)
         row.time.median = row.time.min = row.time.p25 = row.time.p75 =
             gbps > 0 ? row.bytes / (gbps * 1e9) : wall;
         row.status = s == LM_OK ? "ok" : "failed";
-        row.note = s == LM_OK ? "best of reps, first excluded; validated" : err.message;
+        char note[160];
+        snprintf(note, sizeof note,
+                 "three float64 arrays of %zu elements (%zu bytes each); best of reps, first "
+                 "excluded; validated", array_bytes / 8, array_bytes);
+        row.note = s == LM_OK ? note : err.message;
         row.checksum = 5.0 * (double)(array_bytes / 8);
         if (s != LM_OK) {
             fprintf(stderr, "longmix roofline: %s\n", err.message);
             failed = 1;
         }
+        lm_busy_watch_row(&watch, start, &row);
         lm_result_append(&csv, &meta, &row, NULL);
         for (size_t k = 0; k < isa_count; k++) {
             double gflops = 0.0;
             lm_result_row p = {.kernel = "peak_fma", .isa = lm_isa_name(isas[k]), .dtype = "f32",
                                .threads = (int)threads[t], .reps = reps, .bits = 32, .batch = 1,
                                .err_max = -1.0};
+            start = lm_now();
             s = lm_roofline_peak(isas[k], (int)threads[t], reps, 0.02, &gflops, &err);
             p.gflops = gflops;
             p.status = s == LM_OK ? "ok" : "failed";
@@ -389,13 +403,14 @@ int lm_cmd_roofline(int argc, char **argv)
                 fprintf(stderr, "longmix roofline: %s\n", err.message);
                 failed = 1;
             }
+            lm_busy_watch_row(&watch, start, &p);
             lm_result_append(&csv, &meta, &p, NULL);
             printf("| %ld | %s | %.1f | %.2f | %.2f |\n", threads[t], lm_isa_name(isas[k]),
                    gflops, gbps, gbps > 0 ? gflops / gbps : 0.0);
         }
         for (size_t k = 0; dots && k < sizeof dot_peaks / sizeof dot_peaks[0]; k++)
             if (dot_peaks[k].available() != NULL &&
-                append_dot(&csv, &meta, &dot_peaks[k], (int)threads[t], reps, gbps) != 0)
+                append_dot(&csv, &meta, &watch, &dot_peaks[k], (int)threads[t], reps, gbps) != 0)
                 failed = 1;
         if (lm_csv_write_atomic(&csv, out_path, &err) != LM_OK) {
             fprintf(stderr, "longmix roofline: %s\n", err.message);
@@ -404,6 +419,7 @@ int lm_cmd_roofline(int argc, char **argv)
         }
     }
     lm_csv_free(&csv);
+    lm_busy_watch_finish(&watch, out_path);
     fprintf(stderr, "longmix roofline: wrote %s\n", out_path);
     return failed ? LM_EXIT_CHECK_FAILED : LM_EXIT_OK;
 }

@@ -2,6 +2,8 @@
  * results CSV (atomic writes, --resume, --shard, Ctrl-C safe). */
 #include "registry.h"
 #include "cli.h"
+#include "busy_watch.h"
+#include "omp_wait.h"
 #include "opts.h"
 #include "progress.h"
 #include "results.h"
@@ -39,11 +41,15 @@ static void sweep_usage(FILE *out)
         "Runs every configuration (kernel x isa x threads x dtype x bits x chunk x ctx): one\n"
         "warm-up, then --reps timed repetitions (median, min, quartiles), the output checked\n"
         "against a float64 reference (a wrong output is a failed row). Rows go to a tidy CSV\n"
-        "with the DESIGN.md columns, rewritten atomically after every row; Ctrl-C keeps the\n"
-        "rows done. Options a kernel does not use are ignored for it (written as 0).\n"
+        "with the results columns (docs/benchmarks.md), rewritten atomically after every\n"
+        "row; Ctrl-C keeps the rows done. Options a kernel does not use are ignored for it\n"
+        "(written as 0). Each row's busy_cores and disturbed columns say whether other\n"
+        "processes kept the CPUs its threads needed busy (/proc/stat; warned on stderr);\n"
+        "runs with GOMP_SPINCOUNT=1000 unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set.\n"
         "LIST: 1,2,4 | 4k,16k | 256..16384 (doubling). Unset lists use each kernel's defaults.\n"
         "  --kernel     bench-registry names (--list shows them; default: all)\n"
-        "  --isa        scalar,avx2,avx512,neon, all, active (default: active)\n"
+        "  --isa        scalar, avx2, avx512, avx512vnni, avx512bf16, neon, all,\n"
+        "               active (default: active)\n"
         "  --disc       the Mamba-1 discretization (mamba1_scan, mamba1_step): zoh, the exact\n"
         "               zero-order hold Bbar = (exp(delta A) - 1) / A B (default), and/or euler,\n"
         "               Bbar = delta B as in Mamba's own kernel and ggml (both keep\n"
@@ -65,7 +71,8 @@ static void sweep_usage(FILE *out)
         "               compares the same minutes of a drifting machine. threads: the thread\n"
         "               counts of one configuration; all: every configuration of this run,\n"
         "               64 at a time (memory for all of their inputs at once)\n"
-        "  --dry-run    print the configurations, measure nothing\n");
+        "  --dry-run    print the configurations (a header naming the key's fields, then\n"
+        "               one key a line), measure nothing\n");
 }
 
 enum { MAX_KERNELS = 64 };
@@ -137,7 +144,15 @@ static int parse_options(int argc, char **argv, sweep_options *o)
         if (known)
             continue;
         if (i + 1 >= argc) {
-            fprintf(stderr, "longmix sweep: %s needs a value (or is unknown)\n", a);
+            bool takes_value = false;
+            for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++)
+                takes_value |= strcmp(a, texts[k].name) == 0;
+            for (size_t k = 0; k < sizeof longs / sizeof longs[0]; k++)
+                takes_value |= strcmp(a, longs[k].name) == 0;
+            if (takes_value)
+                fprintf(stderr, "longmix sweep: %s needs a value\n", a);
+            else
+                fprintf(stderr, "longmix sweep: unknown option '%s' (longmix sweep --help)\n", a);
             return LM_EXIT_USAGE;
         }
         for (size_t k = 0; k < sizeof texts / sizeof texts[0] && !known; k++)
@@ -534,6 +549,8 @@ typedef struct sweep_out {
     lm_progress *progress;
     const lm_key_set *failed_before; /* keys of the resumed file's failed rows */
     size_t failed, done;
+    lm_busy_watch *watch; /* marks each row's busy_cores and disturbed */
+    double since;         /* when the current group's measurement began (lm_now) */
 } sweep_out;
 
 /* The row of one measurement appended and the CSV rewritten atomically; a failed
@@ -544,6 +561,7 @@ static int record_row(sweep_out *out, const lm_bench_case *c, const lm_bench_con
 {
     lm_result_row row;
     fill_row(c, k, result, limits, &row);
+    lm_busy_watch_row(out->watch, out->since, &row);
     if (result->status != LM_OK) {
         out->failed++;
         lm_progress_finish(out->progress);
@@ -656,6 +674,9 @@ static int select_todo(const sweep_plan *plan, const lm_key_set *done, int shard
 static void print_dry_run(const sweep_plan *plan, const size_t *todo, size_t todo_count,
                           size_t skipped, const char *out_path)
 {
+    /* the header names the key's fields ('|' between them, as the keys are printed) */
+    for (size_t k = 0; k < LM_RESULTS_KEY_COLUMNS; k++)
+        printf("%s%s", lm_results_key_columns[k], k + 1 < LM_RESULTS_KEY_COLUMNS ? "|" : "\n");
     for (size_t j = 0; j < todo_count; j++) {
         char *key = config_key(plan->cases[todo[j]], &plan->configs[todo[j]]);
         printf("%s\n", key ? key : "(out of memory)");
@@ -696,6 +717,7 @@ static int measure_all(const sweep_options *o, sweep_plan *plan, size_t *todo,
                 limits_for(limits, configs[g].isa, configs[g].threads);
         }
         size_t bad = 0;
+        out->since = lm_now();
         lm_status s = lm_bench_measure_set(cases, configs, count, o->reps,
                                            (volatile const int *)&interrupted, results, &bad,
                                            &err);
@@ -755,11 +777,14 @@ static int run_sweep(sweep_options *o)
     action.sa_handler = on_interrupt;
     sigemptyset(&action.sa_mask);
     sigaction(SIGINT, &action, &previous);
+    lm_busy_watch watch;
+    lm_busy_watch_start(&watch, "sweep");
     lm_progress progress;
     lm_progress_start(&progress, todo_count);
-    sweep_out out = {&csv, &meta, o->out_path, &progress, &failed_before, 0, 0};
+    sweep_out out = {&csv, &meta, o->out_path, &progress, &failed_before, 0, 0, &watch, 0.0};
     int exit_code = measure_all(o, &plan, todo, todo_count, &out);
     lm_progress_finish(&progress);
+    lm_busy_watch_finish(&watch, o->out_path);
     sigaction(SIGINT, &previous, NULL);
     if (interrupted) {
         fprintf(stderr, "longmix sweep: interrupted; %s holds %zu rows (%zu new); rerun with "
@@ -786,5 +811,7 @@ int lm_cmd_sweep(int argc, char **argv)
         list_kernels();
         return LM_EXIT_OK;
     }
+    if (!o.dry_run)
+        lm_omp_wait_settle(argc, argv);
     return run_sweep(&o);
 }

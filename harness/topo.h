@@ -68,7 +68,8 @@ lm_status lm_omp_binding_read(int threads, lm_omp_binding *out, lm_error *err);
  * the dispatcher. Never fails: unknown fields read "unknown". */
 void lm_machine_meta_fill(lm_machine_meta *meta);
 
-/* Build metadata compiled into harness/info.c. */
+/* Build metadata compiled into harness/info.c (the version is the Makefile's VERSION). */
+const char *lm_build_version(void);
 const char *lm_build_git_rev(void);
 const char *lm_build_compiler(void);
 const char *lm_build_cflags(void);

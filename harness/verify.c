@@ -17,12 +17,13 @@ typedef struct verify_options {
     const char *contracts;  /* --contracts: folder whose SHA256SUMS lists the defaults */
     const char *output;     /* --output: report file instead of stdout */
     lm_format format;
+    bool summary;           /* --summary: one line per file on stdout */
 } verify_options;
 
 static void verify_usage(FILE *out)
 {
     fputs("usage: longmix verify [--sha256 HEX] [--format text|tap|junit|json] [--output FILE]\n"
-          "                      [--contracts DIR] [FILE...]\n"
+          "                      [--summary] [--contracts DIR] [FILE...]\n"
           "\n"
           "Checks numerical contracts. Each FILE (a regular file of at most 16 MiB, or '-' for\n"
           "standard input, a pipe, with --sha256) is read once; the SHA-256 of its bytes must\n"
@@ -35,6 +36,10 @@ static void verify_usage(FILE *out)
           "                   'N passed, N failed, N errors'), tap, junit (JUnit XML) or json\n"
           "  --output FILE    write the report to FILE, atomically (the summary line still goes\n"
           "                   to stderr)\n"
+          "  --summary        on stdout, one line per contract file instead of one per check\n"
+          "                   ('PASS FILE: N checks, N passed, 0 failed'; FAIL names the first\n"
+          "                   failed check), then the summary line; with --output FILE the full\n"
+          "                   report (--format) goes to FILE\n"
           "  --contracts DIR  folder of the default contracts and their SHA256SUMS\n"
           "\n"
           "A file that cannot be checked (unreadable, unpinned, malformed, a bad field) is an\n"
@@ -205,7 +210,8 @@ static int parse_options(int argc, char **argv, verify_options *options)
     static const struct option long_options[] = {
         {"sha256", required_argument, NULL, 's'}, {"format", required_argument, NULL, 'f'},
         {"output", required_argument, NULL, 'o'}, {"contracts", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"summary", no_argument, NULL, 'S'},      {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     *options = (verify_options){.contracts = "contracts", .format = LM_FORMAT_TEXT};
     opterr = 0;
@@ -224,6 +230,7 @@ static int parse_options(int argc, char **argv, verify_options *options)
             break;
         case 'o': options->output = optarg; break;
         case 'c': options->contracts = optarg; break;
+        case 'S': options->summary = true; break;
         case 'h': verify_usage(stdout); return -1;
         default:
             return usage_error("unknown or incomplete option ", argv[optind - 1]);
@@ -238,8 +245,11 @@ static int parse_options(int argc, char **argv, verify_options *options)
 static bool write_report(const lm_report *report, const verify_options *options,
                          lm_atomic_file *file)
 {
+    if (options->summary)
+        lm_report_write_per_file(report, stdout);
     if (options->output == NULL) {
-        lm_report_write(report, options->format, stdout);
+        if (!options->summary)
+            lm_report_write(report, options->format, stdout);
         return fflush(stdout) == 0;
     }
     lm_error err;
@@ -278,7 +288,7 @@ int lm_cmd_verify(int argc, char **argv)
     }
     if (!write_report(report, &options, &file))
         worst = LM_EXIT_USAGE;
-    if (options.output != NULL || options.format != LM_FORMAT_TEXT)
+    if (!options.summary && (options.output != NULL || options.format != LM_FORMAT_TEXT))
         fprintf(stderr, "%zu passed, %zu failed, %zu errors\n", lm_report_passed(report),
                 lm_report_failed(report), lm_report_errors(report));
     if (lm_report_errors(report) > 0)

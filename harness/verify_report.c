@@ -453,12 +453,64 @@ static void write_json(const lm_report *report, FILE *out)
     fputs("]}\n", out);
 }
 
+/* One line per run of checks of one file: "PASS FILE: N checks, N passed, 0 failed", or
+ * FAIL / ERROR with the first failed check or the error that stopped the file. */
+static void write_per_file(const lm_report *report, FILE *out)
+{
+    size_t start = 0;
+    while (start < report->count) {
+        size_t end = start, passed = 0, failed = 0, errors = 0;
+        const check *first = NULL; /* the first check that did not pass */
+        while (end < report->count &&
+               strcmp(text_or_empty(report->checks[end].file),
+                      text_or_empty(report->checks[start].file)) == 0) {
+            const check *c = &report->checks[end++];
+            passed += c->result == OUTCOME_PASS;
+            failed += c->result == OUTCOME_FAIL;
+            errors += c->result == OUTCOME_ERROR;
+            if (c->result != OUTCOME_PASS && first == NULL)
+                first = c;
+        }
+        const check *c = &report->checks[start];
+        fprintf(out, "%s ", errors ? "ERROR" : failed ? "FAIL" : "PASS");
+        write_escaped(out, c->file, ESCAPE_TEXT);
+        if (passed + failed == 0 && first != NULL) { /* an error before any check */
+            fputs(": not checked: ", out);
+            write_escaped(out, first->got, ESCAPE_TEXT);
+            fputc('\n', out);
+            start = end;
+            continue;
+        }
+        fprintf(out, ": %zu check%s, %zu passed, %zu failed", passed + failed,
+                passed + failed == 1 ? "" : "s", passed, failed);
+        if (first != NULL && first->result == OUTCOME_ERROR) {
+            fputs("; not checked further: ", out);
+            write_escaped(out, first->got, ESCAPE_TEXT);
+        } else if (first != NULL) {
+            fputs("; first failure ", out);
+            write_escaped(out, first->section, ESCAPE_TEXT);
+            fputc('/', out);
+            write_escaped(out, first->name, ESCAPE_TEXT);
+            fputs(": ", out);
+            write_verdict(out, first, ESCAPE_TEXT);
+        }
+        fputc('\n', out);
+        start = end;
+    }
+}
+
 static void write_summary(const lm_report *report, const char *prefix, FILE *out)
 {
     if (report->out_of_memory)
         fprintf(out, "%sERROR out of memory: some checks were not recorded\n", prefix);
     fprintf(out, "%s%zu passed, %zu failed, %zu errors\n", prefix, lm_report_passed(report),
             report->failed, lm_report_errors(report));
+}
+
+void lm_report_write_per_file(const lm_report *report, FILE *out)
+{
+    write_per_file(report, out);
+    write_summary(report, "", out);
 }
 
 void lm_report_write(const lm_report *report, lm_format format, FILE *out)

@@ -65,6 +65,11 @@ void lm_report_write_escaped(FILE *out, const char *text, bool json);
  * attributes, JSON in "errors". A run passed only when failed and errors are both 0. */
 void lm_report_write(const lm_report *report, lm_format format, FILE *out);
 
+/* Writes one line per contract file, "PASS FILE: N checks, N passed, 0 failed" (FAIL with
+ * the first failed check, ERROR with what stopped the file), then the line
+ * "N passed, N failed, N errors": what a person reads; the full report is lm_report_write's. */
+void lm_report_write_per_file(const lm_report *report, FILE *out);
+
 /* Writes `text` for a terminal or log: control characters, C1 controls, invalid UTF-8 and
  * backslashes escaped as the text report does (for messages on stderr). */
 void lm_write_visible(FILE *out, const char *text);

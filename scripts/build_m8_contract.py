@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Write a variant M8 contract (schema_version 2) with other parameters.
 
-The expected values are computed here with NumPy, following the formulas of the seed's
-notebook (seed 003, sections 1-6), so that `longmix verify` can be shown to recompute a
+The expected values are computed here with NumPy, following the formulas of the M8
+notebook (sections 1-6), so that `longmix verify` can be shown to recompute a
 contract it has never seen: a variant with right values must pass, and one pushed off by
 more than its tolerance (--perturb) must fail at exactly that check.
 
@@ -10,10 +10,10 @@ more than its tolerance (--perturb) must fail at exactly that check.
     build_m8_contract.py --set affine_scan.chunk_size=5 --set recall.seed=42 --out v.json
     build_m8_contract.py --seed-offset 1 --perturb zoh.exact_states[1][0] --out bad.json
 
---seed-offset 0 with no --set reproduces the seed's parameters. What the notebook fixes in
+--seed-offset 0 with no --set reproduces the notebook's parameters. What the notebook fixes in
 its code (the delta-rule vectors, the cache geometries, the 128-pair softmax control of
 width 32, the zero-mode system) is fixed here too; the memory section therefore never varies.
-The file is compact JSON with sorted keys, like the seed's; the SHA-256 is printed on stderr.
+The file is compact JSON with sorted keys, like the notebook's; the SHA-256 is printed on stderr.
 The arithmetic is BLAS-free (scripts/fpmath.py), so a variant's bytes are the same on every
 machine.
 """
@@ -117,7 +117,7 @@ def unit_keys(rng, count, width):
 # ---- the contract ---------------------------------------------------------------------
 
 def parameters(offset):
-    """The parameters of variant `offset` (0: the seed's)."""
+    """The parameters of variant `offset` (0: the notebook's)."""
     k = offset
     p = {
         "affine_scan": {"seed": 11 + k, "sequence_length": 53 + 7 * k, "state_width": 6 + k % 3,
@@ -320,7 +320,7 @@ def perturb(document, path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed-offset", type=int, default=0,
-                        help="variant number; 0 is the seed's own parameters")
+                        help="variant number; 0 is the notebook's own parameters")
     parser.add_argument("--set", action="append", default=[], metavar="PATH=JSON",
                         help="override one parameter before computing, e.g. "
                              "affine_scan.chunk_size=5")

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Build contracts/primer.json: every number the lesson (seed 000, "Long context and
+"""Build contracts/primer.json: every number the lesson ("Long context and
 efficient architectures") states or prints, with the inputs to recompute it.
 
 This is an independent NumPy implementation of the lesson's functions. It never runs the
@@ -1174,7 +1174,7 @@ def build(p, lesson_mode):
         "the sliding window flattens at 0.5 GB", output="sliding_window", scale=1e-9, expected=0.5, rtol=0,
         atol=0.05, rounded=True)
 
-    # ---- seed 003: the module's project demos and exercises --------------------------
+    # ---- the M8 notebook: the module's project demos and exercises --------------------------
     cb = {"seed": p["chunk_seed"], "steps": p["chunk_steps"], "width": p["chunk_width"], "a_low": 0.3, "a_high": 0.99,
           "chunk_sizes": p["chunk_sizes"], "reset_chunk": p["chunk_reset"]}
     add("m8demo.chunk_errors", "chunk_boundary_demo", cb, "np.testing.assert_allclose(actual, expected, 1e-12, 1e-12)",

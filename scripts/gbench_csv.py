@@ -16,12 +16,12 @@ import os
 import statistics
 import sys
 
-# DESIGN.md "Results CSV" columns, then longmix's extras: the same list as
+# The results columns (docs/benchmarks.md, "The results CSV"), then longmix's extras: the same list as
 # harness/csv.c (tests/cli/t_measure.sh checks that both write the same header).
 COLUMNS = ("run_id timestamp git_rev host cpu_model isa threads kernel dtype bits n_ctx chunk "
            "heads kv_heads head_dim d_inner d_state batch reps median_s min_s p25_s p75_s gflops "
            "gbps roofline_frac checksum status flops bytes err_max note compiler cores "
-           "llc_bytes rep_times_s rep_cpu_s disc").split()
+           "llc_bytes rep_times_s rep_cpu_s disc busy_cores disturbed").split()
 
 UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
@@ -113,6 +113,9 @@ def convert(doc):
             "rep_cpu_s": rep_times_text(cpu_in_order) if len(cpu_in_order) == len(in_order) else "",
             # the shim runs each case at its defaults: the Mamba-1 cases' exact ZOH
             "disc": "zoh" if fields["kernel"] in ("mamba1_scan", "mamba1_step") else "",
+            # Google Benchmark does not watch the machine: not known
+            "busy_cores": "",
+            "disturbed": "",
         }
         rows.append(row)
     return rows

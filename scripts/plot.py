@@ -34,8 +34,9 @@ plt.rcParams.update({
 
 BLUE, RED, ORANGE, GREEN, PURPLE, MUTED = "#2563eb", "#dc2626", "#d97706", "#059669", "#7c3aed", "#9ca3af"
 INK = "#374151"
-# 20 colours that stay apart on white and in greyscale pairs, then 10 marker shapes: kernel
-# i gets colour i % 20 and marker i % 10, a pair no other of the first 20 kernels shares.
+# Line colours and markers of the figures with a few series (time vs context, chunk length,
+# the lesson): series i gets colour i % 20 and marker i % 10. The roofline, with a point
+# per kernel, has its own KERNEL_COLOURS and KERNEL_MARKERS.
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
            "#17becf", "#7f7f7f", "#bcbd22", "#0b3d91", "#a50f15", "#006d2c", "#b35806",
            "#54278f", "#4d4d4d", "#c51b7d", "#01665e", "#fdae61", "#80b1d3"]
@@ -93,6 +94,22 @@ def _seconds(s, _pos=None):
     return f"{s:.0e} s"
 
 
+def _plain(v, _pos=None):
+    """Axis text of a log axis in plain numbers: 0.1, 1, 10, 1,000 (not 10^3)."""
+    if v <= 0:
+        return ""
+    return f"{v:,.0f}" if v >= 1 else f"{v:.{max(0, -math.floor(math.log10(v) + 1e-9))}f}"
+
+
+def _decimal(v, _pos=None):
+    """Axis text of a decimal count: 1k, 10k, 100k, 1M (k = 1000); plain below 1000."""
+    if v >= 1e6:
+        return f"{v / 1e6:g}M"
+    if v >= 1e3:
+        return f"{v / 1e3:g}k"
+    return _plain(v)
+
+
 def _log2_ticks(ax, lo, hi, axis="x", fmt=_tokens):
     """Ticks at powers of two from lo to hi, every other one when there are more than 7."""
     if lo <= 0 or hi <= 0:
@@ -107,70 +124,25 @@ def _log2_ticks(ax, lo, hi, axis="x", fmt=_tokens):
 
 
 def _time_axis(ax, axis="y"):
-    """Log time axis labelled in s / ms / µs: decades when the data spans two or more,
-    1-2-5 steps down to 0.8 of a decade, 1-1.5-2-3-5-7 below, so each panel has labels."""
+    """Log time axis labelled in s / ms / µs: decades when the data spans four or more,
+    1-3 steps from 1.5 decades, 1-2-5 steps down to 0.8 of a decade, 1-1.5-2-3-5-7 below,
+    so that each panel has a label every half decade or closer."""
     a = ax.yaxis if axis == "y" else ax.xaxis
     lo, hi = ax.get_ylim() if axis == "y" else ax.get_xlim()
     span = math.log10(hi / lo) if lo > 0 and hi > lo else 3
-    subs = (1.0,) if span >= 2 else (1.0, 2.0, 5.0) if span >= 0.8 else (1.0, 1.5, 2.0, 3.0, 5.0, 7.0)
+    subs = ((1.0,) if span >= 4 else (1.0, 3.0) if span >= 1.5 else (1.0, 2.0, 5.0) if span >= 0.8
+            else (1.0, 1.5, 2.0, 3.0, 5.0, 7.0))
+    if lo > 0 and hi > lo and span < 0.8:  # a narrow axis: finer steps until three labels show
+        for finer in ((1.0, 1.5, 2.0, 3.0, 5.0, 7.0), (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0)):
+            subs = finer
+            ticks = [m * 10.0 ** e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+                     for m in finer]
+            if sum(lo <= t <= hi for t in ticks) >= 3:
+                break
     a.set_major_locator(LogLocator(base=10, subs=subs, numticks=12))
     a.set_major_formatter(FuncFormatter(_seconds))
     a.set_minor_locator(NullLocator() if len(subs) > 1 else LogLocator(base=10, subs=range(2, 10), numticks=12))
     a.set_minor_formatter(NullFormatter())
-
-
-def _crosses(a, b, c, d):
-    """True when segment a-b crosses segment c-d (display coordinates)."""
-    def side(p, q, r):
-        return (q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0])
-    return side(a, b, c) * side(a, b, d) < 0 and side(c, d, a) * side(c, d, b) < 0
-
-
-def _place_labels(ax, points, fontsize=6.5):
-    """Text labels near points, clear of each other, of the points, of the lines drawn and
-    of each other's leader lines: each (x, y, text) tries offsets on growing rings around its
-    point and takes the first whose box touches nothing (else the one touching least), with a
-    thin leader line when it sits away from its point. Call after the figure's layout."""
-    fig = ax.figure
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    paths = [line.get_transform().transform_path(line.get_path()) for line in ax.get_lines()
-             if len(line.get_xdata()) > 1]
-    marks = [ax.transData.transform((x, y)) for x, y, _ in points]
-    taken, leaders = [], []
-    rings = [(r * math.cos(a), r * math.sin(a)) for r in (9, 16, 24, 34, 46)
-             for a in (math.pi / 2, -math.pi / 2, 0, math.pi, math.pi / 4, -math.pi / 4,
-                       3 * math.pi / 4, -3 * math.pi / 4)]
-    for x, y, text in sorted(points):
-        best = None
-        anchor = ax.transData.transform((x, y))
-        for dx, dy in rings:
-            label = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points",
-                                ha="center", va="center", fontsize=fontsize, color=INK)
-            box = label.get_window_extent(renderer).expanded(1.15, 1.3)
-            inside = (box.x0 >= ax.bbox.x0 + 4 and box.x1 <= ax.bbox.x1 - 2 and
-                      box.y0 >= ax.bbox.y0 + 2 and box.y1 <= ax.bbox.y1 - 2)
-            center = ((box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2)
-            hits = (sum(box.overlaps(b) for b in taken) * 3 + (not inside) * 20
-                    + sum(box.contains(px, py) for px, py in marks) * 3
-                    + sum(_crosses(anchor, center, a, b) for a, b in leaders) * 3
-                    + sum(p.intersects_bbox(box, filled=False) for p in paths))
-            if best is None or hits < best[0]:
-                if best is not None:
-                    best[1].remove()
-                best = (hits, label, (dx, dy), center)
-            else:
-                label.remove()
-            if hits == 0:
-                break
-        _, label, (dx, dy), center = best
-        if math.hypot(dx, dy) > 12:
-            label.remove()
-            label = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points",
-                                ha="center", va="center", fontsize=fontsize, color=INK,
-                                arrowprops=dict(arrowstyle="-", lw=0.5, color=MUTED, shrinkA=0, shrinkB=3))
-        taken.append(label.get_window_extent(renderer))
-        leaders.append((tuple(anchor), center))
 
 
 # ---- measurements -----------------------------------------------------------------------
@@ -227,9 +199,41 @@ def _interp_loglog(pts, x):
     return None
 
 
+def _crossover_table(summary, phase, threads, contexts):
+    """The crossovers of one phase as the lines of a small table: a row per pair (the
+    recurrent method, and the KV dtype in decode), a column per thread count; a result
+    outside the grid reads "<= 64" or "> 16k" (contexts: thread count -> sorted contexts)."""
+    cells, order = {}, []
+    for s in summary:
+        t = int(_num(s, "threads"))
+        if s.get("phase") != phase or t not in threads:
+            continue
+        ns = contexts.get(t) or [0]
+        found = s.get("found")
+        value = (f"{_num(s, 'n_star'):,.0f}" if found == "found" else
+                 f"<= {_tokens(ns[0])}" if found == "below_grid" else
+                 f"> {_tokens(ns[-1])}" if found == "above_grid" else "-")
+        method = NAMES.get(s.get("method_b", ""), s.get("method_b", "?"))
+        method = method.replace(" step", "").replace(", chunked", "")
+        row = method + (f", {s.get('dtype')} KV" if phase == "decode" else "")
+        if row not in order:
+            order.append(row)
+        cells[row, t] = value
+    if not order:
+        return []
+    width = max(len(r) for r in order)
+    head = [f"{t} thr." for t in threads]
+    lines = ["measured crossover n* (tokens):", "above n*, attention is slower than", "",
+             " " * width + "".join(f"{h:>8}" for h in head)]
+    for row in order:
+        lines.append(f"{row:<{width}}" + "".join(f"{cells.get((row, t), '-'):>8}" for t in threads))
+    return lines
+
+
 def _context_panel(ax, rows, summary, phase, threads, files, styles):
-    """One panel: time vs context for one phase and thread count; returns the crossover
-    marks to label [(n*, time, text)], or None when there is nothing to draw."""
+    """One panel: time vs context for one phase and thread count, each measured crossover
+    an open circle on the attention line edged in the colour of the method it crosses;
+    returns the contexts drawn (sorted), or None when there is nothing to draw."""
     growing = DECODE_GROWING if phase == "decode" else PREFILL_GROWING
     others = DECODE_FLAT if phase == "decode" else PREFILL_OTHER
     series, flats = defaultdict(list), {}
@@ -251,7 +255,6 @@ def _context_panel(ax, rows, summary, phase, threads, files, styles):
                 label=label)
     for label, t in sorted(flats.items()):
         ax.axhline(t, ls="--", color=styles[label][0], label=label + ", per token")
-    marks = []
     for s in summary:
         if s.get("phase") != phase or s.get("found") != "found" or int(_num(s, "threads")) != threads:
             continue
@@ -261,20 +264,20 @@ def _context_panel(ax, rows, summary, phase, threads, files, styles):
         y = _interp_loglog(sorted(series[attention[0]]), n_star) if attention else None
         if y is None:
             continue
-        ax.plot([n_star], [y], "o", ms=5, mfc="white", mec=INK, mew=1.0, zorder=5)
-        marks.append((n_star, y, f"{n_star:,.0f}"))
+        other = NAMES.get(s.get("method_b", ""), s.get("method_b", "?"))
+        edge = next((styles[k][0] for k in list(flats) + list(series) if k.startswith(other)), INK)
+        ax.plot([n_star], [y], "o", ms=5.5, mfc="white", mec=edge, mew=1.4, zorder=5)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    _log2_ticks(ax, ns[0], ns[-1])
-    _time_axis(ax)
-    return marks
+    return ns
 
 
 def time_vs_context(rows, summary, path):
     """Log-log time per layer vs context, one panel per phase (rows: decode, prefill) and
-    thread count (columns): decode attention per KV dtype against the SSM steps (flat lines),
-    prefill attention against the scans; each measured crossover n* marked (open circle) and
-    labelled with its value. One line per kernel, dtype and results file."""
+    thread count (columns), the panels of a phase on one context and one time axis: decode attention per KV
+    dtype against the SSM steps (flat lines), prefill attention against the scans; each
+    measured crossover n* marked (open circle, edged in the colour of the method crossed)
+    and listed in a table beside the row's legend. One line per kernel, dtype and file."""
     rows = _context_sources(rows)
     if not rows:
         return None
@@ -286,21 +289,31 @@ def time_vs_context(rows, summary, path):
         return None
     labels = sorted({_series_label(r, p, files) for r in rows for p in phases})
     styles = {lab: (PALETTE[i % len(PALETTE)], MARKERS[i % len(MARKERS)]) for i, lab in enumerate(labels)}
-    fig, axes = plt.subplots(len(phases), len(threads), figsize=(PAGE, 2.35 * len(phases)),
-                             squeeze=False)
-    marks = []
+    fig, axes = plt.subplots(len(phases), len(threads), figsize=(PAGE, 2.6 * len(phases)),
+                             squeeze=False, sharex="row", sharey="row")
+    legends = []
     for i, phase in enumerate(phases):
+        contexts = {}
         for j, t in enumerate(threads):
             ax = axes[i][j]
-            drawn = _context_panel(ax, rows, summary, phase, t, files, styles)
-            marks.append((ax, drawn or []))
+            ns = _context_panel(ax, rows, summary, phase, t, files, styles)
             ax.set_title(f"{phase}, {t} thread{'s' if t > 1 else ''}")
-            if drawn is None:
+            if ns is None:
                 ax.text(0.5, 0.5, f"no {phase} rows", ha="center", transform=ax.transAxes)
+            else:
+                contexts[t] = ns
             if i == len(phases) - 1:
                 ax.set_xlabel("context n (tokens)")
             if j == 0:
                 ax.set_ylabel("time per layer, one token" if phase == "decode" else "time per layer, n-token prompt")
+            else:
+                ax.tick_params(labelleft=True)
+        _time_axis(axes[i][0])
+        if contexts:  # the shared context axis of the row: every panel's grid
+            _log2_ticks(axes[i][0], min(ns[0] for ns in contexts.values()),
+                        max(ns[-1] for ns in contexts.values()))
+        for ax in axes[i]:
+            ax.tick_params(labelbottom=True)
         handles, names = [], []
         for ax in axes[i]:
             for h, n in zip(*ax.get_legend_handles_labels()):
@@ -308,19 +321,35 @@ def time_vs_context(rows, summary, path):
                     handles.append(h)
                     names.append(n)
         if any(s.get("phase") == phase and s.get("found") == "found" for s in summary):
-            handles.append(Line2D([], [], ls="", marker="o", ms=5, mfc="white", mec=INK))
-            names.append("crossover n* (measured)")
-        axes[i][-1].legend(handles, names, loc="upper left", bbox_to_anchor=(1.02, 1.0),
-                           borderaxespad=0, handlelength=2.2)
-    fig.tight_layout()
-    for ax, points in marks:  # after the layout: the places tried are the places drawn
-        if points:
-            _place_labels(ax, points)
+            handles.append(Line2D([], [], ls="", marker="o", ms=5.5, mfc="white", mec=INK, mew=1.4))
+            names.append("crossover n*, edged in the colour\nof the method attention crosses")
+        legend = axes[i][-1].legend(handles, names, loc="upper left", bbox_to_anchor=(1.03, 1.0),
+                                    borderaxespad=0, handlelength=2.2)
+        legends.append((axes[i][-1], legend, _crossover_table(summary, phase, threads, contexts)))
+    fig.tight_layout(h_pad=1.0)
+    fig.canvas.draw()
+    for ax, legend, lines in legends:  # under the legend, in figure space tight_layout left
+        if not lines:
+            continue
+        box = legend.get_window_extent().transformed(ax.transAxes.inverted())
+        ax.text(1.03, box.y0 - 0.06, "\n".join(lines), transform=ax.transAxes, ha="left", va="top",
+                fontsize=6.2, family="DejaVu Sans Mono", color=INK, linespacing=1.25)
     return _save(fig, path)
 
 
+# The roofline's kernels: 15 marker shapes, none repeated among the first 15 kernels, and 20
+# colours whose second ten are other hues than the first ten (not darker twins), so that
+# kernel i and kernel i + 10 differ in colour family as well as in shape.
+KERNEL_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", "h", ">", "p", "d", "H", "8"]
+KERNEL_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
+                  "#17becf", "#7f7f7f", "#bcbd22", "#000000", "#e7298a", "#66a61e", "#e6ab02",
+                  "#1b9e77", "#7570b3", "#a6761d", "#d95f02", "#666666", "#fb9a99"]
+
+
 def _kernel_styles(kernels):
-    return {k: (PALETTE[i % len(PALETTE)], MARKERS[i % len(MARKERS)]) for i, k in enumerate(sorted(kernels))}
+    """kernel -> (colour, marker): no pair repeats before 60 kernels, no shape before 15."""
+    return {k: (KERNEL_COLOURS[i % len(KERNEL_COLOURS)], KERNEL_MARKERS[i % len(KERNEL_MARKERS)])
+            for i, k in enumerate(sorted(kernels))}
 
 
 def roofline(roof_rows, rows, path):
@@ -341,16 +370,16 @@ def roofline(roof_rows, rows, path):
         return None
     fig, ax = plt.subplots(figsize=(PAGE, 3.7))
     intensities = [_num(r, "flops") / _num(r, "bytes") for r in points] or [0.1, 100]
-    x_lo, x_hi = min(intensities) / 2, max(intensities) * 2
+    x_lo, x_hi = min(intensities) / 2, max(intensities) * 4
     xs = [x_lo * (x_hi / x_lo) ** (i / 200) for i in range(201)]
     for i, (isa, peak) in enumerate(sorted(peaks.items(), key=lambda p: p[1])):
         ys = [min(peak, x * bw) if bw else peak for x in xs]
         ax.plot(xs, ys, color=MUTED if i < len(peaks) - 1 else INK, lw=1.0, zorder=1)
-        ax.text(xs[-1], peak * 1.08, f"{isa} peak {peak:.0f} GFLOP/s", ha="right", va="bottom",
+        ax.text(xs[-1], peak * 1.06, f"{isa} peak {peak:.0f}", ha="right", va="bottom",
                 fontsize=6.5, color=INK)
     styles = _kernel_styles({r["kernel"] for r in points})
     threads = sorted({int(_num(r, "threads")) for r in points})
-    above = 0
+    above = defaultdict(int)  # kernel -> points above the roof drawn
     for k, (color, marker) in styles.items():
         for ti, t in enumerate(threads):
             pts = [r for r in points if r["kernel"] == k and int(_num(r, "threads")) == t]
@@ -360,44 +389,53 @@ def roofline(roof_rows, rows, path):
             y = [_num(r, "gflops") for r in pts]
             for xi, yi, r in zip(x, y, pts):
                 roof = min(peaks.get(r["isa"], max(peaks.values() or [float("inf")])), xi * bw) if bw else None
-                above += roof is not None and yi > 1.05 * roof
+                above[k] += roof is not None and yi > 1.05 * roof
             ax.plot(x, y, ls="", marker=marker, color=color, mec=color, ms=4.2, mew=0.9,
                     fillstyle=FILLS[ti % len(FILLS)], zorder=3)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP / byte)")
     ax.set_ylabel("GFLOP/s")
-    ax.set_title("Roofline (best peak and triad over thread counts) and every measured configuration",
-                 loc="left")
-    if bw:  # along the slope, below it, at the left
-        fig.canvas.draw()
-        x0 = xs[1]
-        (px0, py0), (px1, py1) = ax.transData.transform([(x0, x0 * bw), (x0 * 10, x0 * 10 * bw)])
-        ax.annotate(f"DRAM triad {bw:.1f} GB/s", (x0, x0 * bw), xytext=(4, -9), textcoords="offset points",
-                    fontsize=6.5, color=INK, rotation=math.degrees(math.atan2(py1 - py0, px1 - px0)),
-                    rotation_mode="anchor")
+    ax.set_title("Roofline (peak FMA per ISA in GFLOP/s, triad bandwidth; the best over thread counts)\n"
+                 "and every measured configuration", loc="left")
+    ax.xaxis.set_major_formatter(FuncFormatter(_plain))
+    ax.yaxis.set_major_formatter(FuncFormatter(_plain))
     kernel_handles = [Line2D([], [], ls="", marker=m, color=c, ms=4.2, label=k)
                       for k, (c, m) in styles.items()]
     thread_handles = [Line2D([], [], ls="", marker="o", color=INK, ms=4.2, fillstyle=FILLS[i % len(FILLS)],
                              label=f"{t} thread{'s' if t > 1 else ''}") for i, t in enumerate(threads)]
     columns = 1 if len(kernel_handles) <= 12 else 2
-    fig.subplots_adjust(left=0.08, right=0.98 - 0.19 * columns, bottom=0.2 if above else 0.12, top=0.92)
-    fig.legend(handles=kernel_handles, loc="upper left", bbox_to_anchor=(1.0 - 0.19 * columns, 0.92),
+    above = {k: n for k, n in above.items() if n}
+    fig.subplots_adjust(left=0.08, right=0.98 - 0.19 * columns, bottom=0.22 if above else 0.12, top=0.88)
+    fig.legend(handles=kernel_handles, loc="upper left", bbox_to_anchor=(1.0 - 0.19 * columns, 0.88),
                ncol=columns, title="kernel", title_fontsize=7, handletextpad=0.2, columnspacing=0.6,
                borderaxespad=0)
-    fig.legend(handles=thread_handles, loc="lower left", bbox_to_anchor=(1.0 - 0.19 * columns, 0.2 if above else 0.12),
+    fig.legend(handles=thread_handles, loc="lower left", bbox_to_anchor=(1.0 - 0.19 * columns, 0.22 if above else 0.12),
                borderaxespad=0, handletextpad=0.2)
+    if bw:  # along the slope, above it (measured points sit below the slope), at the left
+        fig.canvas.draw()
+        x0 = xs[1]
+        (px0, py0), (px1, py1) = ax.transData.transform([(x0, x0 * bw), (x0 * 10, x0 * 10 * bw)])
+        angle = math.atan2(py1 - py0, px1 - px0)
+        ax.annotate(f"triad {bw:.1f} GB/s", (xs[0] * 1.05, xs[0] * 1.05 * bw),
+                    xytext=(-3.5 * math.sin(angle), 3.5 * math.cos(angle)), textcoords="offset points",
+                    fontsize=6.5, color=INK, rotation=math.degrees(angle),
+                    rotation_mode="anchor")
     if above:
-        fig.text(0.08, 0.03, f"{above} point{'s' if above > 1 else ''} above the roof: working sets that "
-                 "stay in cache between runs, faster than the DRAM roof drawn here.", fontsize=7, color=INK)
+        count = sum(above.values())
+        names = ", ".join(f"{k} ({n})" if n > 1 else k for k, n in sorted(above.items()))
+        fig.text(0.08, 0.03, f"Above the roof ({count} point{'s' if count > 1 else ''}: {names}): working "
+                 "sets small enough to stay in cache between repetitions,\nso they are not limited by the "
+                 "DRAM bandwidth drawn here (a cache roof would sit higher).", fontsize=7, color=INK)
     return _save(fig, path, tight=False)
 
 
 def roofline_fraction(rows, path, clip=1.25):
-    """Each kernel's fraction of the same run's roofline: a bar per thread count for the
-    median configuration, a diamond for the best. Fractions above 1 (working sets held in
-    cache, beyond the DRAM roof) sit in a grey band; those above `clip` are cut at its edge
-    with their values printed beside it, so they do not squash the rest."""
+    """Each kernel's rate over the same run's roofline bound: a bar per thread count for the
+    median configuration, a diamond for the best. Kernels whose median is above 1 (working
+    sets held in cache, beyond the DRAM roof) are drawn apart, under the others; a bar or
+    diamond beyond `clip` is cut at the axis edge with an arrowhead and its value printed,
+    so that they do not squash the rest."""
     from matplotlib.patches import Patch
     rows = [r for r in _ok(rows) if _num(r, "roofline_frac") > 0]
     if not rows:
@@ -407,36 +445,49 @@ def roofline_fraction(rows, path, clip=1.25):
     for r in rows:
         name = r["kernel"] + (f" ({r['isa']})" if len(isas) > 1 else "")
         groups[(name, int(_num(r, "threads")))].append(_num(r, "roofline_frac"))
-    kernels = sorted({k for k, _ in groups}, reverse=True)
+    medians = {key: sorted(v)[len(v) // 2] for key, v in groups.items()}
+    resident = sorted({k for (k, _), m in medians.items() if m > 1.0}, reverse=True)
+    bounded = sorted({k for k, _ in groups} - set(resident), reverse=True)
+    # y positions: the cache-resident kernels at the bottom, a gap of one row above them
+    place = {k: i for i, k in enumerate(resident)}
+    place.update({k: i + len(resident) + (1 if resident else 0) for i, k in enumerate(bounded)})
     threads = sorted({t for _, t in groups})
     height = 0.84 / len(threads)
-    fig, ax = plt.subplots(figsize=(COLUMN, 0.15 * len(kernels) * (1 + 0.35 * (len(threads) - 1)) + 0.9))
+    rows_drawn = len(place) + (1 if resident else 0)
+    fig, ax = plt.subplots(figsize=(COLUMN, 0.15 * rows_drawn * (1 + 0.35 * (len(threads) - 1)) + 1.0))
     ax.axvspan(1.0, clip, color="#e5e7eb", lw=0, zorder=0)
     handles = []
     for ti, t in enumerate(threads):
         color = [BLUE, ORANGE, GREEN, PURPLE][ti % 4]
         handles.append(Patch(color=color, label=f"{t} thread{'s' if t > 1 else ''}: median configuration"))
-        for ki, k in enumerate(kernels):
+        for k, yk in place.items():
             vals = sorted(groups.get((k, t), []))
             if not vals:
                 continue
-            y = ki - (ti - (len(threads) - 1) / 2) * height
+            y = yk - (ti - (len(threads) - 1) / 2) * height
             med, best = vals[len(vals) // 2], vals[-1]
             ax.barh(y, min(med, clip), height=height * 0.9, color=color, zorder=2)
             ax.plot([min(best, clip)], [y], marker="D", ms=2.8, color=INK, ls="", zorder=3)
-            if best > clip:
-                text = f"best {best:.1f}" if med <= clip else f"median {med:.1f}, best {best:.1f}"
-                ax.text(clip - 0.04, y, text, va="center", ha="right", fontsize=5.5, zorder=4,
+            if best > clip or med > clip:
+                ax.plot([clip], [y], marker=">", ms=4, color=INK, ls="", zorder=4, clip_on=False)
+                text = f"best {best:.2f}" if med <= clip else f"median {med:.2f}, best {best:.2f}"
+                ax.text(clip - 0.05, y, text, va="center", ha="right", fontsize=5.5, zorder=4,
                         color="white" if med > clip else INK)
     handles += [Line2D([], [], ls="", marker="D", ms=2.8, color=INK, label="best configuration"),
-                Patch(color="#e5e7eb", label="above 1: faster than the DRAM roof (cache-resident)")]
-    ax.set_yticks(range(len(kernels)))
-    ax.set_yticklabels(kernels, fontsize=6.5)
-    ax.set_ylim(-0.6, len(kernels) - 0.4)
+                Patch(color="#e5e7eb", label="above 1: faster than the DRAM roof (cache-resident)"),
+                Line2D([], [], ls="", marker=">", ms=4, color=INK, label=f"beyond {clip}: cut, value printed")]
+    ax.set_yticks(list(place.values()))
+    ax.set_yticklabels(list(place), fontsize=6.5)
+    ax.set_ylim(-0.6, rows_drawn - 0.4)
     ax.set_xlim(0, clip)
     ax.axvline(1.0, color=MUTED, ls="--", lw=0.7, zorder=1.5)
-    ax.set_xlabel("rate / min(peak FMA, intensity × triad),\nsame run, ISA and threads")
-    fig.suptitle("Fraction of the same run's roofline, per kernel", x=0.02, ha="left", fontsize=8.5)
+    if resident:
+        ax.axhline(len(resident), color=MUTED, lw=0.6, zorder=1)
+        ax.text(0.01, len(resident), "cache-resident: median above the DRAM roof",
+                va="center", ha="left", fontsize=6, color=INK, style="italic",
+                bbox=dict(facecolor="white", edgecolor="none", pad=0.5), zorder=5)
+    ax.set_xlabel("rate / bound, bound = min(peak FMA,\nintensity × DRAM triad) of the\nsame run, ISA and threads", fontsize=7)
+    fig.suptitle("Measured rate over its roofline bound, per kernel", x=0.02, ha="left", fontsize=8.5)
     fig.tight_layout()
     fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.02, 0.0), ncol=1, borderaxespad=0,
                handlelength=1.4)
@@ -464,6 +515,7 @@ def quant_error(lesson_rows, rows, path):
                     color=PALETTE[(i + 3) % len(PALETTE)], label=f"measured kernel: {fmt}")
     ax.set_xlabel("bits per cached value")
     ax.set_ylabel("relative error of attention's output")
+    ax.yaxis.set_major_formatter(FuncFormatter(_plain))
     ax.set_title("Quantized KV cache: error vs bits")
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     return _save(fig, path)
@@ -471,8 +523,9 @@ def quant_error(lesson_rows, rows, path):
 
 def chunk_vs_time(rows, path):
     """Time vs chunk length, one panel per kernel with a chunk (the window of
-    attn_prefill_window): a line per context (colour), thread count (line style) and file;
-    only series of two or more chunk lengths."""
+    attn_prefill_window), each on its own time axis: a line per context (colour), thread
+    count (line style) and file, one legend under the panels; only series of two or more
+    chunk lengths."""
     rows = [r for r in _ok(rows) if _num(r, "chunk") > 0]
     series = defaultdict(list)
     for r in rows:
@@ -486,6 +539,7 @@ def chunk_vs_time(rows, path):
     nrows = math.ceil(len(kernels) / cols)
     fig, axes = plt.subplots(nrows, cols, figsize=(PAGE, 2.25 * nrows), squeeze=False)
     styles = ["-", "--", ":", "-."]
+    legend = {}  # label -> handle, over every panel
     for idx, kernel in enumerate(kernels):
         ax = axes[idx // cols][idx % cols]
         mine = {k: v for k, v in series.items() if k[0] == kernel}
@@ -494,9 +548,12 @@ def chunk_vs_time(rows, path):
         files = sorted({k[4] for k in mine})
         isas = sorted({k[3] for k in mine})
         for (k, n, t, isa, f), pts in sorted(mine.items()):
-            label = f"n={_tokens(n)}, {t} thread{'s' if t > 1 else ''}" + (f" {isa}" if len(isas) > 1 else "") + (f" [{f}]" if len(files) > 1 else "")
+            label = f"n = {_tokens(n)}, {t} thread{'s' if t > 1 else ''}" + (f" {isa}" if len(isas) > 1 else "") + (f" [{f}]" if len(files) > 1 else "")
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=2.5,
                     color=PALETTE[ctxs.index(n) % len(PALETTE)], ls=styles[threads.index(t) % 4], label=label)
+            for h, name in zip(*ax.get_legend_handles_labels()):
+                if name not in legend:
+                    legend[name] = h
         chunks = [c for v in mine.values() for c, _ in v]
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -506,11 +563,12 @@ def chunk_vs_time(rows, path):
         ax.set_xlabel("window (tokens)" if kernel == "attn_prefill_window" else "chunk length")
         if idx % cols == 0:
             ax.set_ylabel("time per call")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, fontsize=6, borderaxespad=0,
-                  handlelength=2.0, columnspacing=0.8)
     for idx in range(len(kernels), nrows * cols):
         axes[idx // cols][idx % cols].axis("off")
     fig.tight_layout(h_pad=1.2)
+    # one legend for every panel (the same contexts and thread counts), under them
+    fig.legend(list(legend.values()), list(legend), loc="upper center", bbox_to_anchor=(0.5, 0.0),
+               ncol=min(4, len(legend)), borderaxespad=0, handlelength=2.4, columnspacing=1.2)
     return _save(fig, path)
 
 
@@ -660,6 +718,8 @@ def lesson_memory_vs_context(rows, path):
     ax.set_xlabel("context length n (tokens)")
     ax.set_ylabel("cache for one conversation (GB)")
     ax.set_title("What each design must keep, as context grows")
+    ax.xaxis.set_major_formatter(FuncFormatter(_decimal))
+    ax.yaxis.set_major_formatter(FuncFormatter(_plain))
     # outside the axes: inside, every corner holds a line (state-space runs along the bottom)
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     return _save(fig, path)

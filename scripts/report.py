@@ -3,7 +3,7 @@
 
 usage: scripts/report.py [RESULTS_DIR] [--format markdown|latex|csv] [--table NAME]
 
-Reads every results CSV at the top of RESULTS_DIR (default: results; the DESIGN.md columns:
+Reads every results CSV at the top of RESULTS_DIR (default: results; the results columns of docs/benchmarks.md:
 sweep, crossover, roofline, gbench, merged shards), crossover_summary.csv, info.json
 (longmix info --format json), lesson/*.csv (longmix lesson --csv) and targets/*.csv
 (make targets), and writes
@@ -171,13 +171,35 @@ def top(res):
     span = res.measured_between()
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     isas = sorted({r["isa"] for r in res.measured})
-    return ["# longmix report", "",
+    return (["# longmix report", "",
             f"- Machine: {cpu}, host {host}, {cores} cores" + (f"; ISA path {', '.join(isas)}" if isas else ""),
             f"- Measured: {span[0]} to {span[1]}" if span else "- Measured: (no rows)",
             f"- Git revision of the measurements: {', '.join(res.revisions())}; report drawn at "
             f"{tree_revision()} on {now}",
             f"- Results files read from {res.dir}: " + "; ".join(f"{f} ({what})" for f, what in res.used),
-            "- Tables also in tables/ as .md, .tex (booktabs) and .csv; figures as .png, .pdf, .svg", ""]
+            "- Tables also in tables/ as .md, .tex (booktabs) and .csv; figures as .png, .pdf, .svg"]
+            + busy_lines(res) + [""])
+
+
+def unsteady(r):
+    """(p75 - min) / median above 20 % (harness/busy.h LM_UNSTEADY_SPREAD)."""
+    median = num(r, "median_s")
+    return r.get("status") == "ok" and median > 0 and (num(r, "p75_s") - num(r, "min_s")) / median > 0.20
+
+
+def busy_lines(res):
+    """The report's warning when rows were measured on a busy machine or spread (else [])."""
+    rows = res.measured
+    disturbed = sum(r.get("disturbed") == "1" for r in rows)
+    spread = sum(unsteady(r) for r in rows)
+    unknown = sum(r.get("disturbed", "") == "" for r in rows)
+    if not rows or not (disturbed or spread):
+        return []
+    return [f"- **Not all rows are findings**: {disturbed} of {len(rows)} rows were measured while "
+            f"other processes kept the CPUs their threads needed busy (`disturbed` = 1), {spread} "
+            "are unsteady ((p75 - min) / median > 20 %)" +
+            (f", {unknown} do not say (written before the busy columns)" if unknown else "") +
+            "; measure them again on a quiet machine"]
 
 
 def machine_details(res):
@@ -241,6 +263,8 @@ def crossover_section(res):
             found = s["found"]
             n_star = {"found": f"{num(s, 'n_star'):.0f}", "below_grid": f"<= {num(s, 'n_star'):.0f}",
                       "above_grid": f"> {num(s, 'n_star'):.0f}"}.get(found, "no data")
+            if s.get("trust", "ok") not in ("ok", "failed"):  # disturbed or unsteady rows behind it
+                n_star += " *"
             if found in OPEN_ENDED:
                 open_ended.append(f"{s['phase']} {s['method_a']} vs {s['method_b']} ({s['dtype']}, "
                                   f"{s['threads']} thread(s)): {n_star}, {OPEN_ENDED[found]}")
@@ -251,19 +275,28 @@ def crossover_section(res):
                          num(s, "lo_b_s") or None, num(s, "memory_n") or None, num(s, "flop_n") or None])
         cols = ([Col("phase"), Col("attention vs"), Col("KV")] +
                 ([Col("ISA")] if len(isas) > 1 else []) +
-                [Col("threads", "int"), Col("measured n*", right=True), Col("bracket n", right=True),
+                [Col("threads", "int"), Col("measured n*", right=True),
+                 Col("between n", right=True),
                  Col("attention", "time"), Col("other", "time"),
                  Col("memory n*", "num", 1), Col("FLOP n*", "int")])
         note = ("Measured n*: the context where attention's time reaches the other method's, "
-                "log-log interpolated between the two grid points of the bracket (per layer; the "
-                "layer count cancels). Attention, other: their times at the bracket's lower point. "
-                "Memory n*: where the KV cache reaches the recurrent state (kernels/arith, 80 and "
-                "528.5 for the M8 geometry at 2 bytes per value). FLOP n*: where the kernels' own "
-                "flop counts cross.")
+                "log-log interpolated between the two grid points around it, listed under between n "
+                "(per layer; the layer count cancels). Attention, other: their times at the lower "
+                "grid point. "
+                "Memory n*: where the KV cache in the row's dtype reaches the recurrent state "
+                "(kernels/arith: 80 and 528.5 for the M8 geometry's 2-byte caches, 40 and 264.25 "
+                "for f32). FLOP n*: where the kernels' own flop counts cross, where two kernels at "
+                "equal FLOP/s would; the measured n* is later because decode attention runs at "
+                "memory bandwidth while the SSM step spends an exponential per state element. "
+                "A * after n*: not trusted, a measurement behind it was taken on a busy machine or "
+                "was unsteady (its sentence below says which).")
         out += [Table("crossover", "Measured SSM-vs-attention crossover per layer" +
                       (f" ({isas[0]})" if len(isas) == 1 else ""), cols, rows, note, wide=True), ""]
         if open_ended:
             out += ["Outside the measured grid:", ""] + [f"- {t}" for t in open_ended] + [""]
+        sentences = [s["sentence"] for s in summary if s.get("sentence")]
+        if sentences:
+            out += ["In words:", ""] + [f"- {t}" for t in sentences] + [""]
     fig = res.draw(plot.time_vs_context, res.cross or res.measured, summary,
                    os.path.join(res.dir, "fig_time_vs_context.png"))
     out += figure(fig, "time vs context")
@@ -291,7 +324,7 @@ def model_section(res):
             "LM head) measured at full size over copies past 2 x LLC and multiplied by their counts "
             "(docs/models.md). % stream: bytes read per step (weights, caches, state) / time, over "
             "the same minute's read-only stream.")
-    out += [Table("models", "Whole-model decode", cols, rows, note, wide=True), ""]
+    out += [Table("models", "Whole-model decode", cols, rows, note, wide=True, page_rows=22), ""]
     if res.model_cross:
         crows = [[c["model"], c["baseline"], int(num(c, "threads")), int(num(c, "batch")), c["verdict"],
                   num(c, "nstar_ctx") or None, num(c, "lower_ctx") or None, num(c, "upper_ctx") or None,
@@ -303,7 +336,8 @@ def model_section(res):
         cnote = ("Decode n*: the context where the model's step becomes faster than the baseline's, "
                  "log-log between the bracketing measured contexts. Memory n*: where the baseline's "
                  "caches for the batch (then caches plus weights) exceed the model's, by arithmetic.")
-        out += [Table("model_crossover", "Model-level crossover", ccols, crows, cnote, wide=True), ""]
+        out += [Table("model_crossover", "Model-level crossover", ccols, crows, cnote, wide=True,
+                        page_rows=22), ""]
     fig = res.draw(plot.model_decode_vs_context, res.models, res.model_cross,
                    os.path.join(res.dir, "fig_model_decode_vs_context.png"))
     out += figure(fig, "whole-model decode ms/token vs context")
@@ -343,7 +377,7 @@ def targets_section(res):
             + ".", "",
             Table("targets", "Speed targets of the attention and recurrent families",
                   [Col("family"), Col("target", width=0.46), Col("measured (median)", width=0.27, brief=True),
-                   Col("verdict")], [list(r) for r in t.rows], wide=True), ""]
+                   Col("verdict")], [list(r) for r in t.rows], wide=True, page_rows=22), ""]
 
 
 def lesson_section(res):

@@ -32,11 +32,14 @@ class Col:
 
 class Table:
     """name: the file stem (tables/<name>.tex); title: one line saying what it shows;
-    note: a paragraph printed under it in Markdown (not in LaTeX or CSV)."""
+    note: a paragraph printed under it in Markdown (not in LaTeX or CSV). page_rows: LaTeX
+    splits a longer table into floats of at most that many rows, each with the header and a
+    caption "(part k of m)", since one float cannot run over a page."""
 
-    def __init__(self, name, title, columns, rows, note=None, wide=False):
+    def __init__(self, name, title, columns, rows, note=None, wide=False, page_rows=None):
         self.name, self.title, self.columns, self.rows, self.note = name, title, columns, rows, note
         self.wide = wide  # LaTeX: table* (both columns of a two-column paper)
+        self.page_rows = page_rows
 
 
 def fmt_time(s):
@@ -118,20 +121,31 @@ def _sig(v, digits=3):
 
 
 def latex(t, caption_suffix):
-    """A booktabs table: `caption_suffix` names the machine and the git revision."""
+    """A booktabs table (several when it has more than t.page_rows rows): `caption_suffix`
+    names the machine and the git revision."""
     units = {i: _time_unit([r[i] for r in t.rows]) for i, c in enumerate(t.columns)
              if c.kind == "time"}
+    n = t.page_rows or max(1, len(t.rows))
+    parts = [t.rows[k:k + n] for k in range(0, len(t.rows), n)] or [[]]
+    return "\n".join(_latex_float(t, caption_suffix, units, rows, k + 1, len(parts))
+                     for k, rows in enumerate(parts))
+
+
+def _latex_float(t, caption_suffix, units, rows, part, parts):
+    """One float of table t holding `rows`, part `part` of `parts`."""
     heads = [tex_escape(c.name) + (f" ({units[i][1]})" if i in units else "")
              for i, c in enumerate(t.columns)]
     spec = "".join(f"p{{{c.width}\\linewidth}}" if c.width else "r" if c.numeric else "l"
                    for c in t.columns)
     env = "table*" if t.wide else "table"
+    of = f" (part {part} of {parts})" if parts > 1 else ""
+    label = t.name.replace("_", "-") + (f"-{part}" if part > 1 else "")
     lines = [r"\begin{" + env + "}[t]", r"\centering", r"\small", r"\setlength{\tabcolsep}{4pt}",
-             r"\caption{" + tex_escape(t.title) + ". " + tex_escape(caption_suffix) + "}",
-             r"\label{tab:longmix-" + t.name.replace("_", "-") + "}",
+             r"\caption{" + tex_escape(t.title + of) + ". " + tex_escape(caption_suffix) + "}",
+             r"\label{tab:longmix-" + label + "}",
              r"\begin{tabular}{" + spec + "}", r"\toprule", " & ".join(heads) + r" \\",
              r"\midrule"]
-    for r in t.rows:
+    for r in rows:
         cells = []
         for i, (c, v) in enumerate(zip(t.columns, r)):
             if v is None:

@@ -1,4 +1,4 @@
-/* The M8 float64 references against the seed's contract (expected values are read from
+/* The M8 float64 references against the M8 notebook's contract (expected values are read from
  * contracts/m8.json at test time), the notebook's invariants and its negative cases, and the
  * checker lm_verify_m8 itself. */
 #include "longmix.h"

@@ -45,7 +45,7 @@ Test(meas, csv_quotes_only_what_needs_it)
 
 Test(meas, results_header_is_exactly_the_design_columns)
 {
-    /* DESIGN.md "Results CSV", verbatim. */
+    /* docs/benchmarks.md "The results CSV", verbatim. */
     static const char *design =
         "run_id, timestamp, git_rev, host, cpu_model, isa, threads, kernel, dtype, bits, n_ctx, "
         "chunk, heads, kv_heads, head_dim, d_inner, d_state, batch, reps, median_s, min_s, "

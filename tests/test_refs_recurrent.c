@@ -1,5 +1,5 @@
 /* Lesson references of the recurrent side (suite "refs_recurrent"): the fixed and
- * selective SSMs, the parallel scans, the bill, and the seed-003 demos and exercises.
+ * selective SSMs, the parallel scans, the bill, and the M8 notebook's demos and exercises.
  * Expected numbers come from contracts/primer.json; each reference's bad inputs are checked
  * for status and message. */
 #include "longmix.h"

@@ -1,4 +1,4 @@
-/* Cache and FLOP arithmetic under strict units (seed 003, section 6): KV bytes per token,
+/* Cache and FLOP arithmetic under strict units (the M8 notebook, section 6): KV bytes per token,
  * recurrent SSM state (main tensor + causal-convolution tail), hybrid stacks, the decode
  * FLOP scenario, and the crossovers solved from them. Byte counts are exact 64-bit
  * integers (KiB = 2^10); a product that would overflow is LM_ERR_NUMERIC, never wrapped.
@@ -161,7 +161,7 @@ const char *lm_arith_cache_method_key(lm_cache_method method);
  * is fractional in general). */
 lm_status lm_arith_cache_bytes_by_method(long long context, double *bytes, lm_error *err);
 
-/* Exercise (seed 003): the KV/SSM memory crossover for a common batch size B. For each
+/* Exercise (the M8 notebook): the KV/SSM memory crossover for a common batch size B. For each
  * batches[i] >= 1: kv = B * bytes_per_token(kv), recurrent = ssm bytes at batch B, and
  * crossover[i] = lm_arith_memory_crossover(kv, recurrent). B cancels: every entry equals
  * the batch-1 crossover. crossover {count}. */

@@ -1,5 +1,5 @@
 /* Associative memories with state S of shape [d_value, d_key]: the delta rule with a
- * normalized key and a decay gate (seed 003, section 4), and the capacity study of an
+ * normalized key and a decay gate (the M8 notebook, section 4), and the capacity study of an
  * additive state against explicit softmax addressing (section 5). */
 #ifndef LONGMIX_DELTA_H
 #define LONGMIX_DELTA_H
@@ -75,7 +75,7 @@ lm_status lm_delta_paired_softmax_curve_f64_ref(const long long *loads, size_t l
                                                 double inverse_temperature, long long seed,
                                                 double *mse, lm_error *err);
 
-/* ---- float64 references: the seed-003 demo and exercise on rewriting keys
+/* ---- float64 references: the M8 notebook's demo and exercise on rewriting keys
  *      (kernels/delta/ref_rewrite.c) ------------------------------------------------- */
 
 /* The three write rules of project demo 2. */

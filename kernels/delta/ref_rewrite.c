@@ -1,4 +1,4 @@
-/* Float64 references for the seed-003 demo "rewriting non-orthogonal keys" and the exercise
+/* Float64 references for the M8 notebook's demo "rewriting non-orthogonal keys" and the exercise
  * on interference between two non-orthogonal keys, built on lm_delta_update_f64_ref. */
 #include "delta.h"
 

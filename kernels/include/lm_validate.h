@@ -2,7 +2,7 @@
  *
  * Each returns LM_OK when the rule holds, otherwise the lm_status named below with err
  * filled by a message that starts with the argument's name, e.g. "q must contain only
- * finite values" (the seed-003 notebook's _finite_array / _positive_real wording; tests
+ * finite values" (the M8 notebook's _finite_array / _positive_real wording; tests
  * match these texts, so keep them). */
 #ifndef LONGMIX_VALIDATE_H
 #define LONGMIX_VALIDATE_H

@@ -1,5 +1,5 @@
 /* Causal additive linear attention S_t = S_{t-1} + v_t k_t^T, y_t = S_t q_t, with the state
- * S of shape [d_value, d_key] (seed 003, section 3), sequential and chunked. */
+ * S of shape [d_value, d_key] (the M8 notebook, section 3), sequential and chunked. */
 #ifndef LONGMIX_LINEAR_H
 #define LONGMIX_LINEAR_H
 

@@ -1,5 +1,5 @@
 /* Float64 references for the parallel scans of an affine recurrence (lesson section 5)
- * and the seed-003 exercise and demo that compare them with sequential evaluation. */
+ * and the M8 notebook's exercise and demo that compare them with sequential evaluation. */
 #include "scan.h"
 #include "lm_reduce.h"
 #include "lm_validate.h"

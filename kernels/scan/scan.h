@@ -1,5 +1,5 @@
 /* Elementwise affine recurrences h_t = a_t * h_{t-1} + b_t: the composition law that makes
- * a scan parallel, and the sequential and chunked evaluations (seed 003, section 2). */
+ * a scan parallel, and the sequential and chunked evaluations (the M8 notebook, section 2). */
 #ifndef LONGMIX_SCAN_H
 #define LONGMIX_SCAN_H
 
@@ -72,7 +72,7 @@ lm_status lm_scan_parallel_columns_f64_ref(lm_scan_method method, const double *
                                            const double *initial_state, double *states,
                                            lm_error *err);
 
-/* Exercise (seed 003): parallel prefix at lengths that are not powers of two. One
+/* Exercise (the M8 notebook): parallel prefix at lengths that are not powers of two. One
  * default_rng(seed) stream; for each length L in order: multipliers = uniform(a_low,
  * a_high, (L, width)), biases = standard_normal((L, width)), h0 = standard_normal(width).
  * hillis_diff, blelloch_diff {count}: max |parallel - lm_scan_affine_sequential_f64_ref|. */
@@ -81,7 +81,7 @@ lm_status lm_scan_parallel_prefix_exercise(uint64_t seed, const size_t *lengths,
                                            double *hillis_diff, double *blelloch_diff,
                                            lm_error *err);
 
-/* Project demo 1 (seed 003): carrying state across chunk boundaries. default_rng(seed):
+/* Project demo 1 (the M8 notebook): carrying state across chunk boundaries. default_rng(seed):
  * a = uniform(a_low, a_high, (steps, width)), b = standard_normal((steps, width)),
  * h0 = standard_normal(width). chunk_errors {chunk_count}: max |chunked(chunk_sizes[i])
  * - sequential| from h0. *reset_error: max |reset - sequential| of the deliberately wrong

@@ -1,5 +1,5 @@
 /* Float64 oracle for the exact diagonal ZOH step and the selective diagonal scan
- * (seed 003, section 1). Written for clarity: every input is validated with a message
+ * (the M8 notebook, section 1). Written for clarity: every input is validated with a message
  * that names it, as the notebook's _finite_array / _positive_real do. */
 #include "ssm.h"
 #include "lm_validate.h"

@@ -1,5 +1,5 @@
 /* Diagonal state-space models: exact zero-order-hold (ZOH) discretization and the
- * selective recurrent scan (seed 003, section 1). Float64 references first; fast paths
+ * selective recurrent scan (the M8 notebook, section 1). Float64 references first; fast paths
  * are declared below them by their own helpers. */
 #ifndef LONGMIX_SSM_H
 #define LONGMIX_SSM_H
@@ -49,7 +49,7 @@ typedef struct lm_ssm_scan_result {
 
 /* Selective diagonal scan h_t = Abar_t h_{t-1} + Bbar_t x_t, y_t = C h_t with a per-step
  * delta_t. exact_input == false keeps the exact transition but uses the small-step
- * approximation Bbar_t = delta_t * B (the seed's "educational" variant).
+ * approximation Bbar_t = delta_t * B (the M8 notebook's "educational" variant).
  * inputs {steps, input_width}, deltas {delta_steps}, initial_state {d_state} or NULL (zero).
  * Errors: LM_ERR_SHAPE (empty sequence, input_width != d_input, steps != delta_steps,
  * B or C of the wrong shape), LM_ERR_NONFINITE, LM_ERR_ARG (a delta <= 0), LM_ERR_DOMAIN

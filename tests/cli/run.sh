@@ -2,6 +2,7 @@
 # End-to-end tests of the real longmix binary. Each tests/cli/t_*.sh is sourced in a
 # subshell with $LONGMIX, $PYTHON, $WORK (a scratch folder) and the helpers below.
 # Prints one line per test and closes with "cli: N passed, N failed".
+#   bash tests/cli/run.sh [t_FILE.sh...]   only those files (default: every t_*.sh)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -29,7 +30,9 @@ expect_text() {
 }
 export -f expect_exit expect_text
 
-for file in "$here"/t_*.sh; do
+files=("$here"/t_*.sh)
+[ $# -eq 0 ] || files=("${@/#/$here/}")
+for file in "${files[@]}"; do
   [ -e "$file" ] || continue
   while IFS= read -r name; do
     WORK=$(mktemp -d) && export WORK

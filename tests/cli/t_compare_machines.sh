@@ -1,7 +1,7 @@
 # longmix compare-machines: two synthetic hosts' results folders side by side.
 
 # row HOST CPU ISA THREADS KERNEL DTYPE N_CTX CHUNK MEDIAN_S GFLOPS GBPS ROOFLINE_FRAC: one
-# results row (the DESIGN.md columns and longmix's extras).
+# results row (the results columns and longmix's extras).
 cm_row() {
   echo "run-$1,2026-12-02T10:00:00Z,abc1234,$1,$2,$3,$4,$5,$6,32,$7,$8,32,8,128,0,0,1,5,$9,$9,$9,$9,${10},${11},${12},1.5,ok,1e9,1e8,0,,gcc 12,8,33554432"
 }

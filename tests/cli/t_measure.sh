@@ -95,12 +95,12 @@ assert all(r["status"] == "ok" for r in rows), rows' "$WORK/m.csv"
   "$PYTHON" -c '
 import csv, sys
 rows = list(csv.reader(open(sys.argv[1])))
-keep = [r for r in rows if r[-1] != "euler"]
-csv.writer(open(sys.argv[2], "w", newline=""), lineterminator="\n").writerows(r[:-1] for r in keep)' \
+keep = [r for r in rows if r[-3] != "euler"]
+csv.writer(open(sys.argv[2], "w", newline=""), lineterminator="\n").writerows(r[:-3] for r in keep)' \
     "$WORK/m.csv" "$WORK/old.csv"
   expect_exit 0 $m --out "$WORK/old.csv" --resume
   expect_text err "0 configurations measured, 2 skipped"
-  head -1 "$WORK/old.csv" | grep -q ',rep_cpu_s,disc$'
+  head -1 "$WORK/old.csv" | grep -q ',rep_cpu_s,disc,busy_cores,disturbed$'
   expect_exit 2 $m --disc rk4 --out "$WORK/bad.csv"
   expect_text err "--disc takes zoh and/or euler, got 'rk4'"
 }
@@ -220,7 +220,7 @@ test_lesson_writes_the_eight_figures_data() {
   for f in context_cost window_reach sparse_masks linear_vs_softmax ssm_kernel selective_recall kv_per_token memory_vs_context kv_quant_error; do
     [ -s "$WORK/lesson/$f.csv" ] || { echo "    missing $f.csv" >&2; return 1; }
   done
-  # the lesson's own numbers (seed 000 figure captions): 136/58/70/82 pairs, 512/128/36/33/16 KB
+  # the lesson's own numbers (its figure captions): 136/58/70/82 pairs, 512/128/36/33/16 KB
   grep -q "^full causal|136 pairs,0,0,1" "$WORK/lesson/sparse_masks.csv"
   grep -q "strided, stride 4|82 pairs" "$WORK/lesson/sparse_masks.csv"
   grep -q '"multi-head, 32 KV heads",524288' "$WORK/lesson/kv_per_token.csv"

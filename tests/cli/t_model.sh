@@ -108,7 +108,7 @@ test_a_tiny_run_writes_tidy_rows_and_crossovers_and_resumes() {
   [ "$(rows_of "$WORK/m.csv")" = 4 ]
   # the results columns first, then the model columns
   head -1 "$WORK/m.csv" | grep -q '^run_id,timestamp,git_rev,host,cpu_model,isa,threads,kernel,dtype,bits,n_ctx,'
-  head -1 "$WORK/m.csv" | grep -q ',disc,model,cache,weights,ms_per_token,tokens_per_s,'
+  head -1 "$WORK/m.csv" | grep -q ',disc,busy_cores,disturbed,model,cache,weights,ms_per_token,tokens_per_s,'
   "$PYTHON" - "$WORK/m.csv" "$WORK/x.csv" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))

@@ -50,7 +50,7 @@ test_report_latex_and_csv_tables() {
   # booktabs, plain numbers (one unit per time column: ms here), escapes, machine and revision
   expect_text out '\begin{table*}[t]'
   expect_text out '\caption{Measured SSM-vs-attention crossover per layer (avx512). Alpha\_CPU \& Co (host alpha), longmix git abc1234, measured 2026-12-02}'
-  expect_text out 'phase & attention vs & KV & threads & measured n* & bracket n & attention (ms) & other (ms) & memory n* & FLOP n* \\'
+  expect_text out 'phase & attention vs & KV & threads & measured n* & between n & attention (ms) & other (ms) & memory n* & FLOP n* \\'
   expect_text out 'decode & Mamba-1 step & f16 & 1 & 1116 & 1024--2048 & 0.311 & 0.469 & 80.0 & 40 \\'
   expect_text out 'prefill & mamba1\_scan & f32 & 1 & $>$ 4096 & 4096 & 6810 & 7830 & -- & 79 \\'
   expect_text out '\bottomrule'

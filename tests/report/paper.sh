@@ -19,7 +19,7 @@ for tool in pdflatex pdftoppm pdffonts pdfinfo; do
   command -v "$tool" >/dev/null || { echo "test-report: $tool missing: scripts/install-deps.sh --latex --figures" >&2; exit 2; }
 done
 tmp=$(mktemp -d /tmp/longmix-paper.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+trap '[ -n "${KEEP_TMP:-}" ] || rm -rf "$tmp"' EXIT
 fail() { echo "  FAIL $*" >&2; exit 1; }
 ok() { echo "  ok   $*"; }
 
@@ -47,7 +47,7 @@ ok "report.md and make report's output start with machine, dates, git revision a
 "$PYTHON" scripts/report.py "$res" --format latex --table roofline >"$tmp/roof.tex" 2>/dev/null
 grep -q '^\\toprule$' "$tmp/roof.tex" && grep -q 'longmix git ' "$tmp/roof.tex" || fail "--format latex"
 "$PYTHON" scripts/report.py "$res" --format csv --table crossover >"$tmp/cross.csv" 2>/dev/null
-head -1 "$tmp/cross.csv" | grep -qF 'phase,attention vs,KV,threads,measured n*,bracket n,attention (s),other (s)' || fail "--format csv: $(head -1 "$tmp/cross.csv")"
+head -1 "$tmp/cross.csv" | grep -qF 'phase,attention vs,KV,threads,measured n*,between n,attention (s),other (s)' || fail "--format csv: $(head -1 "$tmp/cross.csv")"
 set +e
 "$PYTHON" scripts/report.py "$res" --format docx >/dev/null 2>"$tmp/err"; rc=$?
 set -e

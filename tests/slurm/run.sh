@@ -7,7 +7,9 @@
 #  2. The same again with one shard cancelled mid-run: the merge job must not run, and
 #     submit.sh --resume must resubmit that index alone, keep its rows unchanged and measure
 #     the rest, after which the merged file again equals the unsharded run.
-#  3. GNU parallel (parallel --jobs 2) over the same four shards, then longmix merge.
+#  3. A crossover over a 3-task array: the merged rows equal an unsharded run's and the merge
+#     job prints the crossovers from them without measuring again.
+#  4. GNU parallel (parallel --jobs 2) over the same four shards, then longmix merge.
 # Every daemon and file it started is stopped and removed on exit, failure or signal.
 # Needs root and scripts/install-deps.sh --slurm --parallel (make test-slurm runs both).
 set -euo pipefail
@@ -39,6 +41,9 @@ SWEEP=(--kernel scan_affine --ctx 1024,4096 --chunk 16..512 --threads 1 --reps 3
 # cancelled between its rows: the whole shard of SWEEP takes a tenth of a second.
 SLOW=("${SWEEP[@]}" --reps 2000)
 SUBMIT=scripts/slurm/submit.sh
+# A crossover of twelve tiny configurations (2 SSM steps, 2 decodes, 8 prefills).
+CROSSOVER=(--threads 1 --isa scalar --heads 2 --kv-heads 1 --head-dim 16 --d-inner 32 --d-state 4
+           --d-state-m2 8 --ctx 16,64 --prefill-ctx 16,32 --dtype f32 --reps 1 --no-roofline)
 
 rows() { [ -f "$1" ] && echo $(($(wc -l <"$1") - 1)) || echo 0; }
 
@@ -90,9 +95,9 @@ job_states() { scontrol -o show job "$1" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1
 
 step "usage refusals of scripts/slurm/submit.sh (no cluster needed)"
 set +e
-msg=$("$SUBMIT" --shards 4 --out "$tmp/x" -- crossover --threads 1 2>&1); rc=$?
+msg=$("$SUBMIT" --shards 4 --out "$tmp/x" -- roofline --threads 1 2>&1); rc=$?
 set -e
-[ "$rc" -eq 2 ] && grep -q "no --shard K/N and --resume" <<<"$msg" || fail "crossover accepted ($rc): $msg"
+[ "$rc" -eq 2 ] && grep -q "no --shard K/N and --resume" <<<"$msg" || fail "roofline accepted ($rc): $msg"
 ok "a command without --shard/--resume is refused: $msg"
 set +e
 msg=$("$SUBMIT" --shards 4 --out "$tmp/x" -- sweep --shard 1/2 2>&1); rc=$?
@@ -191,6 +196,20 @@ rows_kept "$tmp/before.csv" "$f" || fail "the resumed shard rewrote its earlier 
 ok "the resubmitted task kept its $kept rows unchanged and measured $((3 - kept))"
 n=$(same_configs "$tmp/b/sweep.csv" "$tmp/reference.csv") || fail "merged file after the resume differs"
 ok "merged sweep.csv after the resume = the unsharded run ($n configurations)"
+
+step "a crossover over a 3-task array: the merge job prints the crossovers of the merged rows"
+"$LONGMIX" crossover "${CROSSOVER[@]}" --out "$tmp/xref.csv" --summary "$tmp/xref_summary.csv" \
+  >/dev/null 2>"$tmp/xref.log" || { cat "$tmp/xref.log" >&2; fail "the unsharded crossover failed"; }
+read -r array merge < <("$SUBMIT" --shards 3 --out "$tmp/x" --no-report --sbatch --time=10 -- crossover "${CROSSOVER[@]}")
+wait_job "$array" 180
+wait_job "$merge" 120
+[ "$(job_states "$merge")" = COMPLETED ] || { cat "$tmp"/x/logs/* >&2; fail "crossover merge job: $(job_states "$merge")"; }
+n=$(same_configs "$tmp/x/crossover.csv" "$tmp/xref.csv") || fail "the merged crossover rows differ from the unsharded run"
+grep -q "0 configurations measured, 12 from" "$tmp/x/logs/merge.out" ||
+  fail "the merge job measured again: $(cat "$tmp/x/logs/merge.out")"
+[ "$(rows "$tmp/x/crossover_summary.csv")" -eq 5 ] && [ "$(grep -c '^- .*On this CPU, ' "$tmp/x/crossover.md")" -eq 5 ] ||
+  fail "crossover_summary.csv or crossover.md lacks the 5 crossovers"
+ok "3 crossover shards merged = the unsharded run ($n configurations); 5 crossovers from the merged rows, none measured again"
 
 step "GNU parallel on this machine"
 mkdir -p "$tmp/c/shards"
