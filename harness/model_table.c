@@ -285,7 +285,7 @@ typedef struct crossing {
 static void cross(const series *m, const series *b, crossing *x)
 {
     memset(x, 0, sizeof *x);
-    x->nstar = NAN;
+    x->nstar = (double)NAN;
     long ctx[CROSS_POINTS];
     double mm[CROSS_POINTS], bb[CROSS_POINTS];
     size_t n = 0;

@@ -124,7 +124,7 @@ static void fill_f32(float *x, size_t count, float scale, uint64_t seed)
     lm_rng rng;
     lm_rng_seed(&rng, seed);
     for (int i = 0; i < 64; i++)
-        table[i] = (float)lm_rng_uniform(&rng, -scale, scale);
+        table[i] = (float)lm_rng_uniform(&rng, -(double)scale, (double)scale);
     for (size_t i = 0; i < count; i++)
         x[i] = table[(i * 7 + i / 64) % 64];
 }
