@@ -188,6 +188,8 @@ $(UNIT): $(TEST_OBJ) $(HARNESS_LIB) $(LIB)
 RUN_SWEEP_ARGS ?= --kernel all --threads auto --dtype f32,f16,bf16,int8,int4,kivi4,kivi2,kivi4g64,kivi2g64 --reps 5
 RUN_CHUNK_ARGS ?= --kernel attn_prefill_window,scan_affine,linear_chunked --ctx 2048 --chunk 16..512 --threads auto --reps 3
 RUN_CROSSOVER_ARGS ?= --threads auto
+# whole models: a reduced grid (docs/models.md; docs/benchmarks.md gives the full one)
+RUN_MODEL_ARGS ?= --preset llama3-8b,mistral-7b,mamba2-2.7b --ctx 1k,8k,32k --batch 1 --threads cores --reps 2
 # The build in parallel (one job per core, JOBS=N to change) even when make was called
 # without -j; verify prints one line per contract, the full report goes to results/verify.txt.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -203,6 +205,9 @@ run: ## Install, build (parallel), verify every contract (one line each), measur
 	$(BIN) sweep $(RUN_CHUNK_ARGS) --out results/sweep.csv --resume || fail=1; \
 	echo "== crossover"; $(BIN) crossover $(RUN_CROSSOVER_ARGS) > results/crossover.md || fail=1; \
 	cat results/crossover.md; \
+	echo "== model"; $(BIN) model $(RUN_MODEL_ARGS) --out results/models.csv \
+	  --crossover-out results/model_crossover.csv > results/models.md || fail=1; \
+	cat results/models.md; \
 	$(BIN) lesson --csv results/lesson || fail=1; \
 	$(PYTHON) scripts/report.py results || fail=1; \
 	echo "make run: every contract verified; measured in $$(( $$(date +%s) - start )) s$$( [ $$fail = 0 ] || echo ', SOME MEASUREMENTS FAILED (see the report)')."; \

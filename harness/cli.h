@@ -15,5 +15,6 @@ int lm_cmd_compare(int argc, char **argv);
 int lm_cmd_crossover(int argc, char **argv);
 int lm_cmd_lesson(int argc, char **argv);
 int lm_cmd_compare_machines(int argc, char **argv);
+int lm_cmd_model(int argc, char **argv);
 
 #endif

@@ -18,6 +18,7 @@ static const subcommand subcommands[] = {
     {"sweep", lm_cmd_sweep, "measure kernels over a grid of configurations into a results CSV"},
     {"merge", lm_cmd_merge, "join results CSVs (sweep shards); refuses mixed machines"},
     {"compare", lm_cmd_compare, "performance regression gate: two results CSVs, ratio and U test"},
+    {"model", lm_cmd_model, "whole models: decode ms/token, memory and the model-level crossover"},
     {"crossover", lm_cmd_crossover, "measured SSM-vs-attention crossover beside memory and FLOP"},
     {"lesson", lm_cmd_lesson, "data of the lesson's eight figures, from longmix's references"},
     {"compare-machines", lm_cmd_compare_machines, "results folders of several machines side by side"},

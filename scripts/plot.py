@@ -736,5 +736,41 @@ LESSON_FIGURES = (
     ("memory_vs_context", lesson_memory_vs_context, "Memory vs context, every design"),
 )
 
+def model_decode_vs_context(rows, crossings, path):
+    """Whole-model decode ms/token against context (log-log), one line per model, a panel
+    per batch (the largest thread count), the measured model-level crossovers marked."""
+    rows = [r for r in rows if r.get("status") == "ok" and _num(r, "ms_per_token") > 0]
+    if not rows:
+        return None
+    threads = max(int(_num(r, "threads")) for r in rows)
+    rows = [r for r in rows if int(_num(r, "threads")) == threads]
+    batches = sorted({int(_num(r, "batch")) for r in rows})
+    models = sorted({r["model"] for r in rows})
+    fig, axes = plt.subplots(1, len(batches), figsize=(min(PAGE, COLUMN * len(batches)), 2.6),
+                             squeeze=False)
+    for ax, b in zip(axes[0], batches):
+        for i, m in enumerate(models):
+            pts = sorted((_num(r, "n_ctx"), _num(r, "ms_per_token")) for r in rows
+                         if r["model"] == m and int(_num(r, "batch")) == b)
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=MARKERS[i % 10],
+                        color=PALETTE[i % 20], label=m, ms=3)
+        for c in crossings:
+            if int(_num(c, "batch")) == b and int(_num(c, "threads")) == threads and _num(c, "nstar_ctx") > 0:
+                n = _num(c, "nstar_ctx")
+                lo, hi = _num(c, "lower_ctx"), _num(c, "upper_ctx")
+                f = (math.log(n) - math.log(lo)) / (math.log(hi) - math.log(lo)) if hi > lo > 0 else 0
+                y = math.exp(math.log(_num(c, "lower_baseline_ms")) +
+                             f * (math.log(_num(c, "upper_baseline_ms")) - math.log(_num(c, "lower_baseline_ms"))))
+                ax.plot([n], [y], marker="*", ms=8, color=INK, ls="", zorder=5)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("context (tokens per sequence)")
+        ax.set_ylabel("decode step (ms)")
+        ax.set_title(f"batch {b}, {threads} thread{'s' if threads > 1 else ''}")
+    axes[0][-1].legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=6)
+    return _save(fig, path)
+
+
 if __name__ == "__main__":
     print(__doc__)

@@ -81,6 +81,8 @@ class Results:
         self.files = {}
         for f in sorted(os.listdir(directory)):
             path = os.path.join(directory, f)
+            if f == "models.csv" and os.path.isfile(path):
+                continue  # whole-model rows: model_section, not the kernel sections
             if f.endswith(".csv") and os.path.isfile(path) and is_results(path):
                 rows = read_csv(path)
                 for r in rows:
@@ -91,6 +93,8 @@ class Results:
         self.cross = self.files.get("crossover.csv", [])
         self.measured = [r for f, rows in self.files.items() if f != "roofline.csv" for r in rows]
         self.summary = self._optional_csv("crossover_summary.csv")
+        self.models = self._optional_csv("models.csv")
+        self.model_cross = self._optional_csv("model_crossover.csv")
         self.info = None
         info_path = os.path.join(directory, "info.json")
         if os.path.exists(info_path):
@@ -299,6 +303,47 @@ def crossover_section(res):
     return out
 
 
+def model_section(res):
+    """Whole models (longmix model): ms/token at each context, the split by component, the
+    model-level crossover, and the ms/token-vs-context figure."""
+    if not res.models:
+        return []
+    out = ["## Whole models: decode per token", ""]
+    rows = []
+    for r in sorted(res.models, key=lambda r: (r["model"], int(num(r, "threads")), int(num(r, "batch")),
+                                               int(num(r, "n_ctx")))):
+        rows.append([r["model"], r["cache"], r["weights"], int(num(r, "threads")), int(num(r, "batch")),
+                     int(num(r, "n_ctx")), num(r, "ms_per_token"), num(r, "tokens_per_s"),
+                     num(r, "proj_ms"), num(r, "mixing_ms"), num(r, "mlp_ms"), num(r, "head_ms"),
+                     100 * num(r, "stream_frac"), num(r, "mem_batch_bytes") / 2 ** 30])
+    cols = [Col("model"), Col("cache"), Col("weights"), Col("threads", "int"), Col("batch", "int"),
+            Col("ctx", "int"), Col("ms/token", "num", 1), Col("tokens/s", "num", 2),
+            Col("proj ms", "num", 1), Col("mixing ms", "num", 1), Col("MLP ms", "num", 1),
+            Col("head ms", "num", 1), Col("% stream", "num", 0), Col("GiB batch", "num", 2)]
+    note = ("A decode step: one token for each sequence of the batch. Units (each layer kind, the "
+            "LM head) measured at full size over copies past 2 x LLC and multiplied by their counts "
+            "(docs/models.md). % stream: bytes read per step (weights, caches, state) / time, over "
+            "the same minute's read-only stream.")
+    out += [Table("models", "Whole-model decode", cols, rows, note, wide=True, page_rows=22), ""]
+    if res.model_cross:
+        crows = [[c["model"], c["baseline"], int(num(c, "threads")), int(num(c, "batch")), c["verdict"],
+                  num(c, "nstar_ctx") or None, num(c, "lower_ctx") or None, num(c, "upper_ctx") or None,
+                  num(c, "memory_nstar_cache") or None, num(c, "memory_nstar_total") or None]
+                 for c in res.model_cross]
+        ccols = [Col("model"), Col("vs"), Col("threads", "int"), Col("batch", "int"), Col("verdict"),
+                 Col("decode n*", "int"), Col("bracket low", "int"), Col("bracket high", "int"),
+                 Col("memory n* caches", "int"), Col("memory n* with weights", "int")]
+        cnote = ("Decode n*: the context where the model's step becomes faster than the baseline's, "
+                 "log-log between the bracketing measured contexts. Memory n*: where the baseline's "
+                 "caches for the batch (then caches plus weights) exceed the model's, by arithmetic.")
+        out += [Table("model_crossover", "Model-level crossover", ccols, crows, cnote, wide=True,
+                        page_rows=22), ""]
+    fig = res.draw(plot.model_decode_vs_context, res.models, res.model_cross,
+                   os.path.join(res.dir, "fig_model_decode_vs_context.png"))
+    out += figure(fig, "whole-model decode ms/token vs context")
+    return out
+
+
 def fraction_section(res):
     fig = res.draw(plot.roofline_fraction, res.measured, os.path.join(res.dir, "fig_roofline_fraction.png"))
     return ["## Fraction of the roofline", ""] + (figure(fig, "roofline fraction") if fig else
@@ -365,7 +410,7 @@ def measurements_section(res):
     return out
 
 
-PRODUCERS = [top, machine_details, roofline_section, crossover_section, fraction_section,
+PRODUCERS = [top, machine_details, roofline_section, crossover_section, model_section, fraction_section,
              quant_section, chunk_section, targets_section, lesson_section, measurements_section]
 
 

@@ -26,6 +26,7 @@
 #include "../gemv/gemv.h"
 #include "../kvquant/kvquant.h"
 #include "../latent/latent.h"
+#include "../layers/layers.h"
 #include "../linear/linear.h"
 #include "../scan/scan.h"
 #include "../sparse/sparse.h"

@@ -1,0 +1,451 @@
+/* longmix model: whole architectures on this CPU. Per model x context x batch x threads,
+ * the decode step assembled from measured units (model_run.h) multiplied by their counts
+ * in the model, with memory from arithmetic; a tidy CSV (the results columns, then the
+ * model columns), a Markdown table, and the model-level crossover against a baseline. */
+#include "cli.h"
+#include "model_run.h"
+#include "model_table.h"
+#include "opts.h"
+#include "topo.h"
+
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MODEL_MAX 16
+
+typedef struct model_options {
+    const char *presets, *models[MODEL_MAX];
+    size_t model_files;
+    const char *ctx, *batch, *threads, *cache, *weights, *out, *cross_out, *baseline;
+    int reps;
+    bool resume, list, dry_run;
+} model_options;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+        "usage: longmix model [--preset NAME[,NAME...]] [--model FILE]... [--ctx LIST]\n"
+        "                     [--batch LIST] [--threads LIST] [--cache DTYPE] [--weights DTYPE]\n"
+        "                     [--reps N] [--baseline NAME] [--out FILE] [--crossover-out FILE]\n"
+        "                     [--resume] [--list] [--dry-run]\n\n"
+        "Whole-model decode on this CPU: each layer kind (mixer, MLP, LM head) is built at full\n"
+        "size from synthetic weights, measured over enough copies to stream from memory, and\n"
+        "multiplied by its count in the model (docs/models.md says what is measured, what counted).\n\n"
+        "  --preset     presets from the models/ folder (LONGMIX_MODELS); default: all of them\n"
+        "  --model      a model file of your own (schema longmix-model/1), repeatable\n"
+        "  --ctx        tokens in each sequence's cache; default 1k,4k,16k,64k\n"
+        "  --batch      sequences decoded together; default 1\n"
+        "  --threads    default auto (1 and the core count)\n"
+        "  --cache      attention cache: f32 f16 bf16 int8 int4 kivi4 kivi2 kivi4g64 kivi2g64;\n"
+        "               default bf16\n"
+        "  --weights    dense weights: f32 bf16 int8; default bf16\n"
+        "  --reps       timed passes per unit (median reported); default 5\n"
+        "  --baseline   the model every other one is crossed with; default llama3-8b\n"
+        "  --out        default results/models.csv; --crossover-out default\n"
+        "               results/model_crossover.csv\n"
+        "  --resume     keep the ok rows of --out and measure only the missing configurations\n"
+        "  --list       the presets with their parameters and sizes\n"
+        "  --dry-run    the plan and its memory, nothing measured or written\n\n"
+        "A configuration whose measurement does not fit in the available memory is refused\n"
+        "before anything is allocated. Exit 0 ok, 2 bad usage or input.\n");
+}
+
+static int usage_error(const char *message)
+{
+    fprintf(stderr, "longmix model: %s\n(longmix model --help for usage)\n", message);
+    return LM_EXIT_USAGE;
+}
+
+static int parse_args(int argc, char **argv, model_options *o)
+{
+    *o = (model_options){.ctx = "1k,4k,16k,64k", .batch = "1", .threads = "auto",
+                         .cache = "bf16", .weights = "bf16", .out = "results/models.csv",
+                         .cross_out = "results/model_crossover.csv", .baseline = "llama3-8b",
+                         .reps = 5};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char **value = NULL;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return -1;
+        } else if (strcmp(a, "--resume") == 0) {
+            o->resume = true;
+            continue;
+        } else if (strcmp(a, "--list") == 0) {
+            o->list = true;
+            continue;
+        } else if (strcmp(a, "--dry-run") == 0) {
+            o->dry_run = true;
+            continue;
+        }
+        const char *reps = NULL;
+        if (strcmp(a, "--preset") == 0) value = &o->presets;
+        else if (strcmp(a, "--ctx") == 0) value = &o->ctx;
+        else if (strcmp(a, "--batch") == 0) value = &o->batch;
+        else if (strcmp(a, "--threads") == 0) value = &o->threads;
+        else if (strcmp(a, "--cache") == 0) value = &o->cache;
+        else if (strcmp(a, "--weights") == 0) value = &o->weights;
+        else if (strcmp(a, "--out") == 0) value = &o->out;
+        else if (strcmp(a, "--crossover-out") == 0) value = &o->cross_out;
+        else if (strcmp(a, "--baseline") == 0) value = &o->baseline;
+        else if (strcmp(a, "--reps") == 0) value = &reps;
+        else if (strcmp(a, "--model") == 0) {
+            if (o->model_files == MODEL_MAX)
+                return usage_error("at most 16 --model files");
+            value = &o->models[o->model_files++];
+        } else {
+            char m[160];
+            snprintf(m, sizeof m, "unknown option '%s'", a);
+            return usage_error(m);
+        }
+        if (i + 1 >= argc) {
+            char m[96];
+            snprintf(m, sizeof m, "%s needs a value", a);
+            return usage_error(m);
+        }
+        *value = argv[++i];
+        if (reps != NULL) {
+            long r;
+            lm_error e;
+            if (lm_parse_integer("--reps", reps, 1, 255, &r, &e) != LM_OK)
+                return usage_error(e.message);
+            o->reps = (int)r;
+        }
+    }
+    return 0;
+}
+
+/* ---- loading the models ------------------------------------------------------------- */
+
+static int load_models(const model_options *o, lm_model_spec *specs, size_t *count)
+{
+    lm_error e;
+    char names[MODEL_MAX][32];
+    size_t n = 0;
+    *count = 0;
+    if (o->presets != NULL) {
+        if (lm_parse_word_list("--preset", o->presets, names, &n, &e) != LM_OK)
+            return usage_error(e.message);
+    } else if (o->model_files == 0) {
+        char all[64][LM_MODEL_NAME_MAX];
+        size_t k;
+        if (lm_model_preset_names(all, 64, &k, &e) != LM_OK)
+            return usage_error(e.message);
+        for (size_t i = 0; i < k && n < MODEL_MAX; i++)
+            snprintf(names[n++], sizeof names[0], "%.31s", all[i]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        char path[600];
+        if (lm_model_preset_path(names[i], path, sizeof path, &e) != LM_OK ||
+            lm_model_spec_load(path, &specs[*count], &e) != LM_OK)
+            return usage_error(e.message);
+        (*count)++;
+    }
+    for (size_t i = 0; i < o->model_files && *count < MODEL_MAX; i++) {
+        if (lm_model_spec_load(o->models[i], &specs[*count], &e) != LM_OK)
+            return usage_error(e.message);
+        (*count)++;
+    }
+    return 0;
+}
+
+static double gib(double bytes) { return bytes / (double)(1ull << 30); }
+
+static void mixer_summary(const lm_model_spec *s, char *out, size_t size)
+{
+    long long mixers[LM_MIXER_COUNT], mlps[LM_MLP_COUNT];
+    lm_model_counts(s, mixers, mlps);
+    out[0] = '\0';
+    for (int k = 0; k < LM_MIXER_COUNT; k++)
+        if (mixers[k] > 0)
+            snprintf(out + strlen(out), size - strlen(out), "%s%lld %s", out[0] ? " + " : "",
+                     mixers[k], lm_mixer_name((lm_mixer_kind)k));
+    for (int k = 1; k < LM_MLP_COUNT; k++)
+        if (mlps[k] > 0)
+            snprintf(out + strlen(out), size - strlen(out), ", %lld %s", mlps[k],
+                     lm_mlp_name((lm_mlp_kind)k));
+}
+
+static int list_models(const lm_model_spec *specs, size_t count, lm_weight_dtype w)
+{
+    printf("| preset | layers | d_model | layers by kind | params | active/token | %s weights |\n",
+           lm_weight_dtype_name(w));
+    printf("|---|---:|---:|---|---:|---:|---:|\n");
+    for (size_t i = 0; i < count; i++) {
+        long long total, active;
+        char kinds[160];
+        lm_model_params(&specs[i], &total, &active);
+        mixer_summary(&specs[i], kinds, sizeof kinds);
+        printf("| %s | %lld | %lld | %s | %.2f B | %.2f B | %.2f GiB |\n", specs[i].name,
+               specs[i].layers, specs[i].d_model, kinds, (double)total / 1e9,
+               (double)active / 1e9, gib((double)total * (double)lm_weight_dtype_size(w)));
+    }
+    return LM_EXIT_OK;
+}
+
+/* ---- the grid and its memory -------------------------------------------------------- */
+
+typedef struct grid {
+    long ctx[LM_LIST_MAX], batch[LM_LIST_MAX], threads[LM_LIST_MAX];
+    size_t ctx_count, batch_count, thread_count;
+    lm_weight_dtype weights;
+    lm_cache_format cache;
+} grid;
+
+static int build_grid(const model_options *o, grid *g, int cores)
+{
+    lm_error e;
+    if (lm_parse_size_list("--ctx", o->ctx, 1, g->ctx, &g->ctx_count, &e) != LM_OK ||
+        lm_parse_size_list("--batch", o->batch, 1, g->batch, &g->batch_count, &e) != LM_OK ||
+        lm_parse_thread_list("--threads", o->threads, cores, g->threads, &g->thread_count, &e) != LM_OK ||
+        lm_weight_dtype_parse(o->weights, &g->weights, &e) != LM_OK ||
+        lm_cache_format_parse(o->cache, &g->cache, &e) != LM_OK)
+        return usage_error(e.message);
+    for (size_t b = 0; b < g->batch_count; b++)
+        if (g->batch[b] > 256)
+            return usage_error("--batch values must be at most 256");
+    return 0;
+}
+
+/* The largest allocation the measurement of (spec, ctx, batch) makes: its largest unit's
+ * copies. *which names that unit. */
+static double plan_alloc(const lm_model_spec *s, const grid *g, long ctx, long batch,
+                         uint64_t llc, const char **which)
+{
+    long long mixers[LM_MIXER_COUNT], mlps[LM_MLP_COUNT];
+    lm_model_counts(s, mixers, mlps);
+    lm_unit_config c = {.spec = s, .weights = g->weights, .cache = g->cache,
+                        .batch = (size_t)batch, .ctx = ctx};
+    c.role = LM_UNIT_HEAD;
+    double most = lm_model_unit_alloc(&c, llc);
+    *which = "LM head";
+    for (int k = 0; k < LM_MIXER_COUNT; k++) {
+        c.role = LM_UNIT_MIXER;
+        c.kind = k;
+        double a = mixers[k] > 0 ? lm_model_unit_alloc(&c, llc) : 0.0;
+        if (a > most) {
+            most = a;
+            *which = lm_mixer_name((lm_mixer_kind)k);
+        }
+    }
+    for (int k = 1; k < LM_MLP_COUNT; k++) {
+        c.role = LM_UNIT_MLP;
+        c.kind = k;
+        double a = mlps[k] > 0 ? lm_model_unit_alloc(&c, llc) : 0.0;
+        if (a > most) {
+            most = a;
+            *which = lm_mlp_name((lm_mlp_kind)k);
+        }
+    }
+    return most;
+}
+
+static int check_memory(const lm_model_spec *specs, size_t count, const grid *g, uint64_t llc,
+                        double stream_bytes, bool print)
+{
+    double avail = lm_model_available_memory();
+    if (print)
+        printf("| model | ctx | batch | weights GiB | KV GiB/seq | state MiB/seq | batch total GiB | "
+               "measurement GiB (largest unit) |\n|---|---:|---:|---:|---:|---:|---:|---|\n");
+    for (size_t m = 0; m < count; m++)
+        for (size_t b = 0; b < g->batch_count; b++)
+            for (size_t c = 0; c < g->ctx_count; c++) {
+                const char *which;
+                double need = plan_alloc(&specs[m], g, g->ctx[c], g->batch[b], llc, &which) + stream_bytes;
+                lm_model_memory mem;
+                lm_model_memory_at(&specs[m], g->weights, &g->cache, g->ctx[c], &mem);
+                if (print)
+                    printf("| %s | %ld | %ld | %.2f | %.3f | %.2f | %.2f | %.2f (%s) |\n",
+                           specs[m].name, g->ctx[c], g->batch[b], gib(mem.weights), gib(mem.kv),
+                           mem.state / 1048576.0,
+                           gib(mem.weights + (double)g->batch[b] * (mem.kv + mem.state)),
+                           gib(need), which);
+                if (need > avail * 0.9) {
+                    fprintf(stderr,
+                            "longmix model: %s (%s) at ctx %ld, batch %ld does not fit: its "
+                            "measurement needs %.2f GiB (the %s layer's copies and caches, and "
+                            "the stream array), %.2f GiB is available; nothing was measured\n",
+                            specs[m].name, specs[m].path, g->ctx[c], g->batch[b], gib(need),
+                            which, gib(avail));
+                    return LM_EXIT_USAGE;
+                }
+            }
+    return 0;
+}
+
+/* ---- measuring one configuration ----------------------------------------------------- */
+
+/* Units whose step does not depend on the context are measured once per (model, batch,
+ * threads) and reused along the context axis. */
+typedef struct unit_memo {
+    bool have;
+    lm_unit_timing t;
+} unit_memo;
+
+typedef struct model_memo {
+    unit_memo mixer[LM_MIXER_COUNT], mlp[LM_MLP_COUNT], head;
+} model_memo;
+
+static bool ctx_dependent(lm_mixer_kind k) { return k == LM_MIXER_ATTENTION || k == LM_MIXER_MLA; }
+
+static lm_status measure_one(lm_unit_config *c, unit_memo *memo, bool reuse, int reps,
+                             uint64_t llc, lm_unit_timing *out, lm_error *err)
+{
+    if (reuse && memo->have) {
+        *out = memo->t;
+        return LM_OK;
+    }
+    lm_status st = lm_model_measure_unit(c, reps, llc, out, err);
+    if (st == LM_OK) {
+        memo->t = *out;
+        memo->have = true;
+    }
+    return st;
+}
+
+static lm_status measure_model(const lm_model_spec *s, const grid *g, long ctx, long batch,
+                               const lm_ops *ops, int reps, uint64_t llc, model_memo *memo,
+                               lm_model_decode *out, lm_error *err)
+{
+    long long mixers[LM_MIXER_COUNT], mlps[LM_MLP_COUNT];
+    lm_model_counts(s, mixers, mlps);
+    memset(out, 0, sizeof *out);
+    lm_unit_config c = {.spec = s, .weights = g->weights, .cache = g->cache,
+                        .batch = (size_t)batch, .ctx = ctx, .seed = 20261203u, .ops = ops};
+    lm_unit_timing t;
+    for (int k = 0; k < LM_MIXER_COUNT; k++) {
+        if (mixers[k] == 0)
+            continue;
+        c.role = LM_UNIT_MIXER;
+        c.kind = k;
+        lm_status st = measure_one(&c, &memo->mixer[k], !ctx_dependent((lm_mixer_kind)k), reps, llc, &t, err);
+        if (st != LM_OK)
+            return st;
+        lm_model_decode_add(out, &t, (double)mixers[k]);
+    }
+    for (int k = 1; k < LM_MLP_COUNT; k++) {
+        if (mlps[k] == 0)
+            continue;
+        c.role = LM_UNIT_MLP;
+        c.kind = k;
+        lm_status st = measure_one(&c, &memo->mlp[k], true, reps, llc, &t, err);
+        if (st != LM_OK)
+            return st;
+        lm_model_decode_add(out, &t, (double)mlps[k]);
+    }
+    c.role = LM_UNIT_HEAD;
+    lm_status st = measure_one(&c, &memo->head, true, reps, llc, &t, err);
+    if (st != LM_OK)
+        return st;
+    lm_model_decode_add(out, &t, 1.0);
+    lm_model_memory_at(s, g->weights, &g->cache, ctx, &out->memory);
+    return LM_OK;
+}
+
+/* ---- the command ---------------------------------------------------------------------- */
+
+static int run_grid(const model_options *o, const lm_model_spec *specs, size_t count,
+                    const grid *g, const lm_machine_meta *meta, uint64_t llc)
+{
+    lm_error e;
+    lm_model_table table;
+    if (lm_model_table_open(&table, o->out, o->resume, meta, &e) != LM_OK) {
+        fprintf(stderr, "longmix model: %s\n", e.message);
+        return LM_EXIT_USAGE;
+    }
+    const lm_ops *ops = lm_ops_active();
+    size_t total = count * g->ctx_count * g->batch_count * g->thread_count, done = 0;
+    int rc = LM_EXIT_OK;
+    for (size_t t = 0; t < g->thread_count && rc == LM_EXIT_OK; t++) {
+        omp_set_num_threads((int)g->threads[t]);
+        double stream = 0.0, stream_bytes = 0.0;
+        if (lm_model_stream(ops, llc, 3, &stream, &stream_bytes, &e) != LM_OK) {
+            fprintf(stderr, "longmix model: %s\n", e.message);
+            rc = LM_EXIT_USAGE;
+            break;
+        }
+        fprintf(stderr, "longmix model: threads %ld: read-only stream %.1f GB/s over %.0f MiB\n",
+                g->threads[t], stream, stream_bytes / 1048576.0);
+        for (size_t m = 0; m < count && rc == LM_EXIT_OK; m++)
+            for (size_t b = 0; b < g->batch_count && rc == LM_EXIT_OK; b++) {
+                model_memo memo;
+                memset(&memo, 0, sizeof memo);
+                for (size_t c = 0; c < g->ctx_count && rc == LM_EXIT_OK; c++) {
+                    lm_model_key key = {specs[m].name, lm_isa_name(ops->isa), (int)g->threads[t],
+                                        g->cache.name, lm_weight_dtype_name(g->weights),
+                                        g->ctx[c], g->batch[b]};
+                    done++;
+                    if (lm_model_table_has(&table, &key)) {
+                        fprintf(stderr, "[%zu/%zu] %s ctx %ld batch %ld threads %ld: kept (--resume)\n",
+                                done, total, specs[m].name, g->ctx[c], g->batch[b], g->threads[t]);
+                        continue;
+                    }
+                    lm_model_decode dec;
+                    lm_status st = measure_model(&specs[m], g, g->ctx[c], g->batch[b], ops,
+                                                 o->reps, llc, &memo, &dec, &e);
+                    if (st != LM_OK) {
+                        fprintf(stderr, "longmix model: %s ctx %ld batch %ld: %s\n", specs[m].name,
+                                g->ctx[c], g->batch[b], e.message);
+                        rc = LM_EXIT_USAGE;
+                        break;
+                    }
+                    dec.stream_gbps = stream;
+                    fprintf(stderr, "[%zu/%zu] %s ctx %ld batch %ld threads %ld: %.2f ms/token step, %.0f%% of stream\n",
+                            done, total, specs[m].name, g->ctx[c], g->batch[b], g->threads[t],
+                            dec.step_s * 1e3, 100.0 * dec.bytes / dec.step_s / 1e9 / stream);
+                    if (lm_model_table_put(&table, &key, &specs[m], &dec, o->reps, &e) != LM_OK ||
+                        lm_model_table_write(&table, &e) != LM_OK) {
+                        fprintf(stderr, "longmix model: %s\n", e.message);
+                        rc = LM_EXIT_USAGE;
+                    }
+                }
+            }
+    }
+    if (rc == LM_EXIT_OK) {
+        lm_model_table_markdown(&table, stdout);
+        rc = lm_model_crossover_write(&table, specs, count, o->baseline, g->weights, &g->cache,
+                                      o->cross_out, meta, stdout, &e) == LM_OK
+                 ? LM_EXIT_OK
+                 : (fprintf(stderr, "longmix model: %s\n", e.message), LM_EXIT_USAGE);
+    }
+    lm_model_table_free(&table);
+    return rc;
+}
+
+int lm_cmd_model(int argc, char **argv)
+{
+    model_options o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc != 0)
+        return rc < 0 ? LM_EXIT_OK : rc;
+    static lm_model_spec specs[MODEL_MAX];
+    size_t count;
+    if ((rc = load_models(&o, specs, &count)) != 0)
+        return rc;
+    if (count == 0)
+        return usage_error("no models: give --preset or --model");
+    lm_weight_dtype w;
+    lm_error e;
+    if (lm_weight_dtype_parse(o.weights, &w, &e) != LM_OK)
+        return usage_error(e.message);
+    if (o.list)
+        return list_models(specs, count, w);
+    lm_machine_meta meta;
+    lm_machine_meta_fill(&meta);
+    grid g;
+    if ((rc = build_grid(&o, &g, meta.cores > 0 ? meta.cores : 1)) != 0)
+        return rc;
+    uint64_t llc = meta.llc_bytes_total > 0 ? meta.llc_bytes_total : (32u << 20);
+    double stream_bytes = (double)(4 * llc > (64u << 20) ? 4 * llc : (64u << 20));
+    if (o.dry_run) {
+        printf("plan: %zu models x %zu contexts x %zu batches x %zu thread counts, cache %s, "
+               "weights %s, reps %d; units copied past 2 x LLC (%.0f MiB)\n\n", count,
+               g.ctx_count, g.batch_count, g.thread_count, g.cache.name,
+               lm_weight_dtype_name(g.weights), o.reps, (double)llc / 1048576.0);
+    }
+    if ((rc = check_memory(specs, count, &g, llc, stream_bytes, o.dry_run)) != 0 || o.dry_run)
+        return rc;
+    return run_grid(&o, specs, count, &g, &meta, llc);
+}

@@ -1,0 +1,412 @@
+/* The decode table of `longmix model` and the crossover derived from it. */
+#include "model_table.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char *const model_columns[] = {
+    "model", "cache", "weights", "ms_per_token", "tokens_per_s", "bytes_per_step",
+    "stream_gbps", "stream_frac", "proj_ms", "mixing_ms", "mlp_ms", "head_ms",
+    "weights_bytes", "kv_bytes_seq", "state_bytes_seq", "mem_seq_bytes", "mem_batch_bytes",
+    "copies_max"};
+#define MODEL_COLUMNS (sizeof model_columns / sizeof model_columns[0])
+#define ALL_COLUMNS (LM_RESULTS_COLUMNS + MODEL_COLUMNS)
+
+void lm_model_decode_add(lm_model_decode *d, const lm_unit_timing *t, double count)
+{
+    d->step_s += count * t->step_s;
+    for (int k = 0; k < LM_COMP_COUNT; k++)
+        d->comp_s[k] += count * t->comp_s[k];
+    d->bytes += count * t->bytes;
+    d->checksum += t->checksum;
+    if (t->copies > d->copies_max)
+        d->copies_max = t->copies;
+}
+
+static char *key_text(const lm_model_key *k)
+{
+    char threads[24], ctx[24], batch[24];
+    snprintf(threads, sizeof threads, "%d", k->threads);
+    snprintf(ctx, sizeof ctx, "%ld", k->ctx);
+    snprintf(batch, sizeof batch, "%ld", k->batch);
+    const char *cells[7] = {k->model, k->isa, threads, k->cache, k->weights, ctx, batch};
+    return lm_key_join(cells, 7);
+}
+
+static const char *cell(const lm_csv *csv, size_t r, const char *column)
+{
+    int c = lm_csv_column(csv, column);
+    return c >= 0 ? csv->cells[r][c] : "";
+}
+
+static char *row_key(const lm_csv *csv, size_t r)
+{
+    lm_model_key k = {cell(csv, r, "model"), cell(csv, r, "isa"), atoi(cell(csv, r, "threads")),
+                      cell(csv, r, "cache"), cell(csv, r, "weights"),
+                      atol(cell(csv, r, "n_ctx")), atol(cell(csv, r, "batch"))};
+    return key_text(&k);
+}
+
+static lm_status header_init(lm_csv *csv, lm_error *err)
+{
+    const char *header[ALL_COLUMNS];
+    for (size_t i = 0; i < LM_RESULTS_COLUMNS; i++)
+        header[i] = lm_results_columns[i];
+    for (size_t i = 0; i < MODEL_COLUMNS; i++)
+        header[LM_RESULTS_COLUMNS + i] = model_columns[i];
+    return lm_csv_init(csv, header, ALL_COLUMNS, err);
+}
+
+lm_status lm_model_table_open(lm_model_table *t, const char *path, bool resume,
+                              const lm_machine_meta *meta, lm_error *err)
+{
+    memset(t, 0, sizeof *t);
+    t->path = path;
+    t->meta = meta;
+    struct stat st;
+    if (!resume || stat(path, &st) != 0)
+        return header_init(&t->csv, err);
+    lm_status s = lm_csv_read(&t->csv, path, err);
+    if (s != LM_OK)
+        return s;
+    bool same = t->csv.columns == ALL_COLUMNS;
+    for (size_t i = 0; same && i < LM_RESULTS_COLUMNS; i++)
+        same = strcmp(t->csv.header[i], lm_results_columns[i]) == 0;
+    for (size_t i = 0; same && i < MODEL_COLUMNS; i++)
+        same = strcmp(t->csv.header[LM_RESULTS_COLUMNS + i], model_columns[i]) == 0;
+    if (!same)
+        return lm_fail(err, LM_ERR_SCHEMA, "%s: not a models table of this build (its header "
+                       "differs); pass another --out or drop --resume", path);
+    if ((s = lm_results_validate(&t->csv, path, err)) != LM_OK)
+        return s;
+    for (size_t r = 0; r < t->csv.rows;) {
+        if (strcmp(cell(&t->csv, r, "cpu_model"), meta->cpu_model) != 0)
+            return lm_fail(err, LM_ERR_SCHEMA, "%s:%zu: cpu_model '%s' is not this machine's '%s'",
+                           path, t->csv.line[r], cell(&t->csv, r, "cpu_model"), meta->cpu_model);
+        char *key = row_key(&t->csv, r);
+        if (key == NULL)
+            return lm_fail(err, LM_ERR_NOMEM, "out of memory");
+        bool ok = strcmp(cell(&t->csv, r, "status"), "ok") == 0;
+        int added = ok ? lm_key_set_add(&t->done, key) : 0;
+        free(key);
+        if (added < 0)
+            return lm_fail(err, LM_ERR_NOMEM, "out of memory");
+        if (added == 0) /* a failed row or a duplicate: measured again / dropped */
+            lm_csv_remove_row(&t->csv, r);
+        else
+            r++;
+    }
+    return LM_OK;
+}
+
+bool lm_model_table_has(const lm_model_table *t, const lm_model_key *key)
+{
+    char *k = key_text(key);
+    bool has = k != NULL && lm_key_set_has(&t->done, k);
+    free(k);
+    return has;
+}
+
+static void fmt(char *out, double v) { snprintf(out, 32, "%.6g", v); }
+
+lm_status lm_model_table_put(lm_model_table *t, const lm_model_key *key,
+                             const lm_model_spec *s, const lm_model_decode *d, int reps,
+                             lm_error *err)
+{
+    char kernel[96], note[160];
+    snprintf(kernel, sizeof kernel, "model.%s", s->name);
+    snprintf(note, sizeof note, "decode step of %ld sequences at ctx %ld; units measured over "
+             "up to %zu copies, multiplied by their counts", key->batch, key->ctx, d->copies_max);
+    long long total, active;
+    lm_model_params(s, &total, &active);
+    double flops = 2.0 * (double)active * (double)key->batch;
+    double gbps = d->bytes / d->step_s / 1e9;
+    lm_weight_dtype w;
+    lm_weight_dtype_parse(key->weights, &w, NULL);
+    lm_result_row row = {
+        .kernel = kernel, .isa = key->isa, .dtype = key->cache, .status = "ok", .note = note,
+        .threads = key->threads, .bits = (int)(8 * lm_weight_dtype_size(w)), .reps = reps,
+        .n_ctx = key->ctx, .chunk = 0, .heads = (long)(s->attention.heads + s->mla.heads),
+        .kv_heads = (long)s->attention.kv_heads, .head_dim = (long)s->attention.head_dim,
+        .d_inner = (long)(s->mamba1.d_inner + s->mamba2.d_inner),
+        .d_state = (long)(s->mamba1.d_state + s->mamba2.d_state), .batch = key->batch,
+        .time = {.median = d->step_s, .min = d->step_s, .max = d->step_s, .p25 = d->step_s,
+                 .p75 = d->step_s, .mean = d->step_s, .count = 1},
+        .gflops = flops / d->step_s / 1e9, .gbps = gbps,
+        .roofline_frac = d->stream_gbps > 0 ? gbps / d->stream_gbps : 0.0,
+        .checksum = d->checksum, .flops = flops, .bytes = d->bytes, .err_max = -1.0};
+    lm_csv tmp;
+    lm_status st = lm_csv_init_results(&tmp, err);
+    if (st == LM_OK)
+        st = lm_result_append(&tmp, t->meta, &row, err);
+    if (st != LM_OK) {
+        lm_csv_free(&tmp);
+        return st;
+    }
+    char nums[MODEL_COLUMNS][32];
+    const lm_model_memory *m = &d->memory;
+    double per_seq = m->kv + m->state;
+    double values[] = {d->step_s * 1e3, (double)key->batch / d->step_s, d->bytes,
+                       d->stream_gbps, row.roofline_frac, d->comp_s[LM_COMP_PROJ] * 1e3,
+                       d->comp_s[LM_COMP_MIXING] * 1e3, d->comp_s[LM_COMP_MLP] * 1e3,
+                       d->comp_s[LM_COMP_HEAD] * 1e3, m->weights, m->kv, m->state,
+                       m->weights + per_seq, m->weights + (double)key->batch * per_seq,
+                       (double)d->copies_max};
+    const char *cells[ALL_COLUMNS];
+    for (size_t i = 0; i < LM_RESULTS_COLUMNS; i++)
+        cells[i] = tmp.cells[0][i];
+    cells[LM_RESULTS_COLUMNS] = s->name;
+    cells[LM_RESULTS_COLUMNS + 1] = key->cache;
+    cells[LM_RESULTS_COLUMNS + 2] = key->weights;
+    for (size_t i = 3; i < MODEL_COLUMNS; i++) {
+        fmt(nums[i], values[i - 3]);
+        cells[LM_RESULTS_COLUMNS + i] = nums[i];
+    }
+    st = lm_csv_append(&t->csv, cells, err);
+    lm_csv_free(&tmp);
+    return st;
+}
+
+lm_status lm_model_table_write(const lm_model_table *t, lm_error *err)
+{
+    return lm_csv_write_atomic(&t->csv, t->path, err);
+}
+
+void lm_model_table_markdown(const lm_model_table *t, FILE *out)
+{
+    fprintf(out, "| model | cache | weights | threads | batch | ctx | ms/token | tokens/s | proj ms | "
+                 "mixing ms | mlp ms | head ms | MB/step | %% stream | GiB/seq | GiB batch |\n"
+                 "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (size_t r = 0; r < t->csv.rows; r++) {
+        const lm_csv *c = &t->csv;
+        fprintf(out, "| %s | %s | %s | %s | %s | %s | %.2f | %.1f | %.2f | %.2f | %.2f | %.2f | %.0f | %.0f | %.2f | %.2f |\n",
+                cell(c, r, "model"), cell(c, r, "cache"), cell(c, r, "weights"),
+                cell(c, r, "threads"), cell(c, r, "batch"), cell(c, r, "n_ctx"),
+                atof(cell(c, r, "ms_per_token")), atof(cell(c, r, "tokens_per_s")),
+                atof(cell(c, r, "proj_ms")), atof(cell(c, r, "mixing_ms")),
+                atof(cell(c, r, "mlp_ms")), atof(cell(c, r, "head_ms")),
+                atof(cell(c, r, "bytes_per_step")) / 1e6, 100.0 * atof(cell(c, r, "stream_frac")),
+                atof(cell(c, r, "mem_seq_bytes")) / 1073741824.0,
+                atof(cell(c, r, "mem_batch_bytes")) / 1073741824.0);
+    }
+    fprintf(out, "\n");
+}
+
+void lm_model_table_free(lm_model_table *t)
+{
+    lm_csv_free(&t->csv);
+    lm_key_set_free(&t->done);
+}
+
+/* ---- the crossover --------------------------------------------------------------------- */
+
+static double memory_of(const lm_model_spec *s, lm_weight_dtype w, const lm_cache_format *c,
+                        long long n, long batch, bool with_weights)
+{
+    lm_model_memory m;
+    lm_model_memory_at(s, w, c, n, &m);
+    return (with_weights ? m.weights : 0.0) + (double)batch * (m.kv + m.state);
+}
+
+long long lm_model_memory_crossover(const lm_model_spec *model, const lm_model_spec *base,
+                                    lm_weight_dtype weights, const lm_cache_format *cache,
+                                    long batch, bool with_weights)
+{
+#define EXCEEDS(n) (memory_of(base, weights, cache, (n), batch, with_weights) > \
+                    memory_of(model, weights, cache, (n), batch, with_weights))
+    long long hi = 1;
+    while (hi < (1LL << 40) && !EXCEEDS(hi))
+        hi *= 2;
+    if (!EXCEEDS(hi))
+        return -1;
+    long long lo = hi / 2; /* !EXCEEDS(lo) unless hi == 1 */
+    if (hi == 1)
+        return 1;
+    while (hi - lo > 1) {
+        long long mid = lo + (hi - lo) / 2;
+        if (EXCEEDS(mid))
+            hi = mid;
+        else
+            lo = mid;
+    }
+    return hi;
+#undef EXCEEDS
+}
+
+#define CROSS_POINTS 64
+
+typedef struct series {
+    long ctx[CROSS_POINTS];
+    double ms[CROSS_POINTS];
+    size_t count;
+} series;
+
+/* The rows of (model, threads, batch) in context order. */
+static void gather(const lm_csv *c, const char *model, const char *threads, const char *batch,
+                   const char *cache, const char *weights, series *s)
+{
+    s->count = 0;
+    for (size_t r = 0; r < c->rows && s->count < CROSS_POINTS; r++) {
+        if (strcmp(cell(c, r, "model"), model) != 0 || strcmp(cell(c, r, "threads"), threads) != 0 ||
+            strcmp(cell(c, r, "batch"), batch) != 0 || strcmp(cell(c, r, "cache"), cache) != 0 ||
+            strcmp(cell(c, r, "weights"), weights) != 0)
+            continue;
+        size_t at = s->count++;
+        long ctx = atol(cell(c, r, "n_ctx"));
+        double ms = atof(cell(c, r, "ms_per_token"));
+        while (at > 0 && s->ctx[at - 1] > ctx) { /* insertion in context order */
+            s->ctx[at] = s->ctx[at - 1];
+            s->ms[at] = s->ms[at - 1];
+            at--;
+        }
+        s->ctx[at] = ctx;
+        s->ms[at] = ms;
+    }
+}
+
+static const char *const cross_columns[] = {
+    "run_id", "timestamp", "git_rev", "host", "cpu_model", "isa", "threads", "batch", "model",
+    "baseline", "cache", "weights", "verdict", "nstar_ctx", "lower_ctx", "lower_model_ms",
+    "lower_baseline_ms", "upper_ctx", "upper_model_ms", "upper_baseline_ms",
+    "memory_nstar_cache", "memory_nstar_total"};
+#define CROSS_COLUMNS (sizeof cross_columns / sizeof cross_columns[0])
+
+typedef struct crossing {
+    const char *verdict;
+    double nstar;
+    long lo_ctx, hi_ctx;
+    double lo_m, lo_b, hi_m, hi_b;
+} crossing;
+
+/* Model m against baseline b at the contexts both hold. */
+static void cross(const series *m, const series *b, crossing *x)
+{
+    memset(x, 0, sizeof *x);
+    x->nstar = (double)NAN;
+    long ctx[CROSS_POINTS];
+    double mm[CROSS_POINTS], bb[CROSS_POINTS];
+    size_t n = 0;
+    for (size_t i = 0; i < m->count; i++)
+        for (size_t j = 0; j < b->count; j++)
+            if (m->ctx[i] == b->ctx[j]) {
+                ctx[n] = m->ctx[i];
+                mm[n] = m->ms[i];
+                bb[n++] = b->ms[j];
+            }
+    x->verdict = "no_common_ctx";
+    if (n == 0)
+        return;
+    size_t i = 0;
+    while (i < n && mm[i] >= bb[i])
+        i++;
+    if (i == 0) {
+        x->verdict = "faster_at_every_ctx";
+        x->hi_ctx = ctx[0];
+        x->hi_m = mm[0];
+        x->hi_b = bb[0];
+        return;
+    }
+    if (i == n) {
+        x->verdict = "slower_at_every_ctx";
+        x->lo_ctx = ctx[n - 1];
+        x->lo_m = mm[n - 1];
+        x->lo_b = bb[n - 1];
+        return;
+    }
+    x->verdict = "crossed";
+    x->lo_ctx = ctx[i - 1];
+    x->lo_m = mm[i - 1];
+    x->lo_b = bb[i - 1];
+    x->hi_ctx = ctx[i];
+    x->hi_m = mm[i];
+    x->hi_b = bb[i];
+    double r0 = log(x->lo_m / x->lo_b), r1 = log(x->hi_m / x->hi_b); /* r0 >= 0 > r1 */
+    double f = r0 / (r0 - r1);
+    x->nstar = exp(log((double)x->lo_ctx) + f * (log((double)x->hi_ctx) - log((double)x->lo_ctx)));
+}
+
+static const lm_model_spec *find_spec(const lm_model_spec *specs, size_t count, const char *name)
+{
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(specs[i].name, name) == 0)
+            return &specs[i];
+    return NULL;
+}
+
+lm_status lm_model_crossover_write(const lm_model_table *t, const lm_model_spec *specs,
+                                   size_t count, const char *baseline, lm_weight_dtype weights,
+                                   const lm_cache_format *cache, const char *path,
+                                   const lm_machine_meta *meta, FILE *out, lm_error *err)
+{
+    const lm_model_spec *base = find_spec(specs, count, baseline);
+    if (base == NULL || count < 2)
+        return LM_OK; /* nothing to cross */
+    lm_csv table;
+    lm_status st = lm_csv_init(&table, cross_columns, CROSS_COLUMNS, err);
+    if (st != LM_OK)
+        return st;
+    fprintf(out, "| model vs %s | threads | batch | decode n* | bracket (ctx: model / baseline ms) | "
+                 "memory n* caches | memory n* with weights |\n|---|---:|---:|---|---|---:|---:|\n",
+            baseline);
+    const char *wname = lm_weight_dtype_name(weights);
+    lm_key_set seen = {0};
+    for (size_t r = 0; r < t->csv.rows && st == LM_OK; r++) {
+        const lm_csv *c = &t->csv;
+        if (strcmp(cell(c, r, "model"), baseline) != 0)
+            continue;
+        const char *threads = cell(c, r, "threads"), *batch = cell(c, r, "batch");
+        const char *pair[2] = {threads, batch};
+        char *k = lm_key_join(pair, 2);
+        int fresh = k != NULL ? lm_key_set_add(&seen, k) : -1;
+        free(k);
+        if (fresh <= 0)
+            continue;
+        series sb;
+        gather(c, baseline, threads, batch, cache->name, wname, &sb);
+        for (size_t m = 0; m < count && st == LM_OK; m++) {
+            if (&specs[m] == base)
+                continue;
+            series sm;
+            gather(c, specs[m].name, threads, batch, cache->name, wname, &sm);
+            crossing x;
+            cross(&sm, &sb, &x);
+            long long mem_c = lm_model_memory_crossover(&specs[m], base, weights, cache, atol(batch), false);
+            long long mem_t = lm_model_memory_crossover(&specs[m], base, weights, cache, atol(batch), true);
+            char v[10][32];
+            snprintf(v[0], 32, "%.0f", x.nstar);
+            snprintf(v[1], 32, "%ld", x.lo_ctx);
+            fmt(v[2], x.lo_m);
+            fmt(v[3], x.lo_b);
+            snprintf(v[4], 32, "%ld", x.hi_ctx);
+            fmt(v[5], x.hi_m);
+            fmt(v[6], x.hi_b);
+            snprintf(v[7], 32, "%lld", mem_c);
+            snprintf(v[8], 32, "%lld", mem_t);
+            const char *cells[CROSS_COLUMNS] = {
+                meta->run_id, meta->timestamp, meta->git_rev, meta->host, meta->cpu_model,
+                cell(c, r, "isa"), threads, batch, specs[m].name, baseline, cache->name, wname,
+                x.verdict, isnan(x.nstar) ? "" : v[0], x.lo_ctx ? v[1] : "", x.lo_ctx ? v[2] : "",
+                x.lo_ctx ? v[3] : "", x.hi_ctx ? v[4] : "", x.hi_ctx ? v[5] : "",
+                x.hi_ctx ? v[6] : "", mem_c >= 0 ? v[7] : "", mem_t >= 0 ? v[8] : ""};
+            st = lm_csv_append(&table, cells, err);
+            char bracket[128] = "";
+            if (x.lo_ctx)
+                snprintf(bracket, sizeof bracket, "%ld: %.2f / %.2f", x.lo_ctx, x.lo_m, x.lo_b);
+            if (x.hi_ctx)
+                snprintf(bracket + strlen(bracket), sizeof bracket - strlen(bracket), "%s%ld: %.2f / %.2f",
+                         x.lo_ctx ? " .. " : "", x.hi_ctx, x.hi_m, x.hi_b);
+            fprintf(out, "| %s | %s | %s | %s | %s | %s | %s |\n", specs[m].name, threads, batch,
+                    isnan(x.nstar) ? x.verdict : v[0], bracket, mem_c >= 0 ? v[7] : "none",
+                    mem_t >= 0 ? v[8] : "none");
+        }
+    }
+    lm_key_set_free(&seen);
+    if (st == LM_OK)
+        st = lm_csv_write_atomic(&table, path, err);
+    lm_csv_free(&table);
+    fprintf(out, "\n");
+    return st;
+}

@@ -1,0 +1,58 @@
+/* One measured unit of a model's decode step: a mixer layer (norm, projections, the
+ * mixing kernel, output projection), an MLP layer (dense SwiGLU or MoE at the experts a
+ * batch reaches), or the LM head with the embedding lookup, at full size for a batch of
+ * sequences each holding n tokens of context. A unit owns its weights (synthetic, from
+ * lm_rng), caches and state; the runner makes several copies so weights stream from
+ * memory as they do in the whole model. Library code: errors are values. */
+#ifndef LONGMIX_MODEL_UNIT_H
+#define LONGMIX_MODEL_UNIT_H
+
+#include "model_spec.h"
+
+typedef enum lm_model_component {
+    LM_COMP_PROJ = 0, /* the mixer's dense projections (and its norm) */
+    LM_COMP_MIXING,   /* attention / SSM / delta kernel, convolution, gates */
+    LM_COMP_MLP,      /* MLP or MoE (router, experts, shared expert) */
+    LM_COMP_HEAD,     /* final norm, LM head, embedding lookup */
+    LM_COMP_COUNT
+} lm_model_component;
+
+const char *lm_component_name(lm_model_component c);
+
+typedef enum lm_unit_role { LM_UNIT_MIXER = 0, LM_UNIT_MLP, LM_UNIT_HEAD } lm_unit_role;
+
+typedef struct lm_unit_config {
+    const lm_model_spec *spec;
+    lm_unit_role role;
+    int kind;                /* lm_mixer_kind or lm_mlp_kind; ignored for the head */
+    lm_weight_dtype weights;
+    lm_cache_format cache;
+    size_t batch;
+    long long ctx;           /* tokens already in each sequence's cache */
+    uint64_t seed;
+    const lm_ops *ops;
+} lm_unit_config;
+
+/* What one unit holds and reads per step. */
+typedef struct lm_unit_bytes {
+    double weights_read; /* weights read per step (MoE: the experts the batch reaches) */
+    double cache;        /* KV / latent rows read per step, the whole batch */
+    double state;        /* recurrent state and convolution tails, the whole batch */
+    double alloc;        /* everything the unit allocates */
+} lm_unit_bytes;
+
+/* The bytes of a unit, computed from the shapes without allocating. */
+void lm_unit_bytes_of(const lm_unit_config *cfg, lm_unit_bytes *out);
+/* The MoE experts a batch reaches under uniform routing: ceil(E (1 - (1 - k/E)^B)). */
+long long lm_moe_experts_reached(long long experts, long long active, size_t batch);
+
+typedef struct lm_unit lm_unit;
+
+/* Builds a unit (weights, caches filled with n tokens, state). LM_ERR_NOMEM, LM_ERR_SHAPE. */
+lm_status lm_unit_create(const lm_unit_config *cfg, lm_unit **out, lm_error *err);
+void lm_unit_free(lm_unit *u);
+/* One decode step: x {batch, d_model} in and out (the residual stream; the head leaves it
+ * unchanged and writes logits inside). Adds the seconds of each component to seconds[]. */
+lm_status lm_unit_step(lm_unit *u, float *x, double seconds[LM_COMP_COUNT], lm_error *err);
+
+#endif

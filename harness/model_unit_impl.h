@@ -1,0 +1,27 @@
+/* The layout of a unit (model_unit.h), shared by its builder (model_unit.c) and its step
+ * (model_step.c); nothing else includes it. */
+#ifndef LONGMIX_MODEL_UNIT_IMPL_H
+#define LONGMIX_MODEL_UNIT_IMPL_H
+
+#include "model_unit.h"
+
+#define UNIT_DENSE_MAX 8
+#define UNIT_BUF_MAX 10
+
+struct lm_unit {
+    lm_unit_config cfg;
+    size_t batch, held;             /* sequences; tokens each cache holds */
+    lm_dense dense[UNIT_DENSE_MAX]; /* projections, in the order the step uses them */
+    size_t dense_count;
+    lm_dense *experts;              /* MoE: {reached experts x 3}: gate, up, down */
+    size_t expert_count, per_expert;
+    float *buf[UNIT_BUF_MAX];       /* activations, each {batch, width} (sizes in the builder) */
+    void *k, *v;                    /* dense KV {batch, kv_heads, held, head_dim} */
+    size_t *lengths;                /* {batch} */
+    lm_kvq_cache *kvq;              /* {batch} quantized caches */
+    float *ckv, *w_uk, *w_uv;       /* MLA: {batch, held, latent + rope}; absorbed weights */
+    float *a, *bias, *skip, *conv_w, *tail, *state; /* SSM / delta parameters and state */
+    lm_ssm_mamba1_f32 m1;           /* Mamba-1 step, checked once */
+};
+
+#endif

@@ -1,0 +1,146 @@
+# longmix model: the preset list, the plan, every refusal of a bad model file or a
+# configuration that does not fit (exit 2, the file and the field named, nothing
+# written), and a tiny measured run: tidy rows, crossovers, --resume.
+TINY=tests/fixtures/models/tiny-attn.json
+HYBRID=tests/fixtures/models/tiny-hybrid.json
+# bad_model NAME PYTHON-EDIT: writes $WORK/NAME.json, the hybrid fixture edited by
+# PYTHON-EDIT (on the dict m)
+bad_model() {
+  "$PYTHON" - "$HYBRID" "$WORK/$1.json" "$2" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+exec(sys.argv[3])
+json.dump(m, open(sys.argv[2], "w"))
+PY
+}
+rows_of() { "$PYTHON" -c 'import csv,sys; print(len(list(csv.DictReader(open(sys.argv[1])))))' "$1"; }
+tiny_run() { # a measured run of the two fixtures into $WORK
+  "$LONGMIX" model --model "$TINY" --model "$HYBRID" --baseline tiny-attn --ctx 64,1024 \
+    --threads 1 --reps 1 --out "$WORK/m.csv" --crossover-out "$WORK/x.csv" "$@"
+}
+
+test_list_shows_every_preset_with_its_size() {
+  expect_exit 0 "$LONGMIX" model --list
+  for p in llama3-8b mistral-7b falcon-mamba-7b mamba2-2.7b jamba-v0.1 deepseek-v2-lite qwen3-next-80b-a3b; do
+    expect_text out "| $p |"
+  done
+  expect_text out "| llama3-8b | 32 | 4096 | 32 attention, 32 dense | 8.03 B | 8.03 B | 14.96 GiB |"
+  expect_text out "| jamba-v0.1 | 32 | 4096 | 4 attention + 28 mamba1, 16 dense, 16 moe | 51.57 B | 12.11 B |"
+  expect_exit 0 "$LONGMIX" model --help
+  expect_text out "--dry-run"
+}
+
+test_dry_run_gives_the_plan_and_memory_and_writes_nothing() {
+  expect_exit 0 "$LONGMIX" model --preset llama3-8b,mistral-7b --ctx 4k,32k --batch 1,8 --dry-run \
+    --out "$WORK/m.csv"
+  expect_text out "plan: 2 models x 2 contexts x 2 batches"
+  # Llama-3-8B: 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes = 128 KiB per token
+  expect_text out "| llama3-8b | 4096 | 1 | 14.96 | 0.500 |"
+  expect_text out "| llama3-8b | 32768 | 1 | 14.96 | 4.000 |"
+  # Mistral's rolling buffer holds 4096 tokens at any context
+  expect_text out "| mistral-7b | 32768 | 1 | 13.49 | 0.500 |"
+  [ ! -e "$WORK/m.csv" ]
+}
+
+test_bad_presets_and_options_are_usage_errors() {
+  expect_exit 2 "$LONGMIX" model --preset llama9 --dry-run
+  expect_text err "unknown preset 'llama9' (known: deepseek-v2-lite, falcon-mamba-7b,"
+  expect_exit 2 "$LONGMIX" model --preset llama3-8b --cache int3 --dry-run
+  expect_text err "cache dtype must be f32, f16, bf16, int8, int4, kivi4, kivi2, kivi4g64 or kivi2g64, got 'int3'"
+  expect_exit 2 "$LONGMIX" model --preset llama3-8b --weights fp8 --dry-run
+  expect_text err "weights dtype must be f32, bf16 or int8, got 'fp8'"
+  expect_exit 2 "$LONGMIX" model --preset llama3-8b --bogus
+  expect_text err "unknown option '--bogus'"
+  expect_exit 2 "$LONGMIX" model --model "$WORK/missing.json" --dry-run
+  expect_text err "missing.json"
+}
+
+test_bad_model_files_name_the_file_and_the_field() {
+  bad_model heads 'm["attention"]["heads"] = 3'
+  expect_exit 2 "$LONGMIX" model --model "$WORK/heads.json" --dry-run
+  expect_text err "heads.json: attention.heads 3 does not divide d_model 256"
+  bad_model kv 'm["attention"]["heads"] = 4; m["attention"]["kv_heads"] = 3'
+  expect_exit 2 "$LONGMIX" model --model "$WORK/kv.json" --dry-run
+  expect_text err "kv.json: attention.kv_heads 3 does not divide attention.heads 4"
+  bad_model ratio 'm["layers"] = 12'
+  expect_exit 2 "$LONGMIX" model --model "$WORK/ratio.json" --dry-run
+  expect_text err "ratio.json: mixers: a pattern of 5 layers does not fit layers 12"
+  bad_model window 'm["attention"]["window"] = 131072'
+  expect_exit 2 "$LONGMIX" model --model "$WORK/window.json" --dry-run
+  expect_text err "window.json: attention.window 131072 is larger than max_context 65536"
+  bad_model missing 'del m["mamba2"]["d_state"]'
+  expect_exit 2 "$LONGMIX" model --model "$WORK/missing.json" --dry-run
+  expect_text err "missing.json: missing field mamba2.d_state"
+  bad_model section 'del m["mla"]'
+  expect_exit 2 "$LONGMIX" model --model "$WORK/section.json" --dry-run
+  expect_text err "section.json: missing field mla (the layer pattern uses it)"
+  bad_model unknown 'm["delta"]["heads"] = 4'
+  expect_exit 2 "$LONGMIX" model --model "$WORK/unknown.json" --dry-run
+  expect_text err "unknown.json: unknown field delta.heads"
+  bad_model kind 'm["mixers"][1] = "rwkv"'
+  expect_exit 2 "$LONGMIX" model --model "$WORK/kind.json" --dry-run
+  expect_text err "kind.json: mixers[1] must be one of attention, mla, mamba1, mamba2, delta"
+  bad_model type 'm["d_model"] = "256"'
+  expect_exit 2 "$LONGMIX" model --model "$WORK/type.json" --dry-run
+  expect_text err "type.json: d_model must be an integer"
+  bad_model experts 'm["moe"]["active"] = 9'
+  expect_exit 2 "$LONGMIX" model --model "$WORK/experts.json" --dry-run
+  expect_text err "experts.json: moe.active 9 exceeds moe.experts 8"
+  printf '{"schema": "longmix-model/1",' > "$WORK/broken.json"
+  expect_exit 2 "$LONGMIX" model --model "$WORK/broken.json" --dry-run
+  expect_text err "broken.json:1:"
+  expect_text err "malformed JSON"
+}
+
+test_a_configuration_that_does_not_fit_is_refused_before_allocating() {
+  expect_exit 2 "$LONGMIX" model --preset llama3-8b --ctx 16M --batch 64 --out "$WORK/m.csv"
+  expect_text err "llama3-8b (models/llama3-8b.json) at ctx 16777216, batch 64 does not fit: its measurement needs"
+  expect_text err "GiB is available; nothing was measured"
+  [ ! -e "$WORK/m.csv" ]
+}
+
+test_a_tiny_run_writes_tidy_rows_and_crossovers_and_resumes() {
+  expect_exit 0 tiny_run --cache int8
+  expect_text out "| tiny-attn | int8 | bf16 | 1 | 1 | 64 |"
+  expect_text out "| tiny-hybrid | int8 | bf16 | 1 | 1 | 1024 |"
+  expect_text out "| model vs tiny-attn | threads | batch | decode n* |"
+  expect_text err "[4/4] tiny-hybrid ctx 1024 batch 1 threads 1:"
+  [ "$(rows_of "$WORK/m.csv")" = 4 ]
+  # the results columns first, then the model columns
+  head -1 "$WORK/m.csv" | grep -q '^run_id,timestamp,git_rev,host,cpu_model,isa,threads,kernel,dtype,bits,n_ctx,'
+  head -1 "$WORK/m.csv" | grep -q ',disc,busy_cores,disturbed,model,cache,weights,ms_per_token,tokens_per_s,'
+  "$PYTHON" - "$WORK/m.csv" "$WORK/x.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+for r in rows:
+    assert r["status"] == "ok" and r["kernel"] == "model." + r["model"], r
+    assert float(r["ms_per_token"]) > 0 and float(r["tokens_per_s"]) > 0
+    parts = sum(float(r[k]) for k in ("proj_ms", "mixing_ms", "mlp_ms", "head_ms"))
+    assert 0.5 < parts / float(r["ms_per_token"]) < 1.5, r
+    assert abs(float(r["median_s"]) * 1e3 - float(r["ms_per_token"])) < 1e-5 * float(r["ms_per_token"])
+hy = [r for r in rows if r["model"] == "tiny-hybrid"]
+# the state of one sequence: Mamba-1 512 x (16 + 3), Mamba-2 512 x 32 + 576 x 3,
+# delta 4 x 32 x 32 + 256 x 3 floats, two layers of each, 4 bytes a float
+assert float(hy[0]["state_bytes_seq"]) == 4 * 2 * (512 * 19 + 512 * 32 + 576 * 3 + 4096 + 256 * 3), hy[0]
+x = list(csv.DictReader(open(sys.argv[2])))
+assert len(x) == 1 and x[0]["model"] == "tiny-hybrid" and x[0]["baseline"] == "tiny-attn", x
+assert x[0]["verdict"] in ("crossed", "faster_at_every_ctx", "slower_at_every_ctx"), x
+PY
+  # make report's model section: the table, the crossover and the figure from these files
+  mkdir -p "$WORK/r" && cp "$WORK/m.csv" "$WORK/r/models.csv" && cp "$WORK/x.csv" "$WORK/r/model_crossover.csv"
+  expect_exit 0 "$PYTHON" scripts/report.py "$WORK/r"
+  grep -qF "## Whole models: decode per token" "$WORK/r/report.md"
+  grep -qF "| tiny-hybrid | int8 | bf16 | 1 | 1 | 1024 |" "$WORK/r/report.md"
+  grep -qF "| tiny-hybrid | tiny-attn | 1 | 1 |" "$WORK/r/report.md"
+  if "$PYTHON" -c 'import matplotlib' 2>/dev/null; then [ -s "$WORK/r/fig_model_decode_vs_context.png" ]; fi
+  # --resume keeps the four rows and measures only the new context
+  expect_exit 0 tiny_run --cache int8 --ctx 64,256,1024 --resume
+  expect_text err "[1/6] tiny-attn ctx 64 batch 1 threads 1: kept (--resume)"
+  expect_text err "[2/6] tiny-attn ctx 256 batch 1 threads 1:"
+  [ "$(rows_of "$WORK/m.csv")" = 6 ]
+  # a file of another kind is refused, not overwritten
+  printf 'a,b\n1,2\n' > "$WORK/other.csv"
+  expect_exit 2 "$LONGMIX" model --model "$TINY" --ctx 64 --threads 1 --reps 1 --resume --out "$WORK/other.csv"
+  expect_text err "other.csv: not a models table of this build"
+  [ "$(cat "$WORK/other.csv")" = "$(printf 'a,b\n1,2')" ]
+}
