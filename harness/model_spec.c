@@ -430,6 +430,16 @@ lm_status lm_model_preset_names(char names[][LM_MODEL_NAME_MAX], size_t max, siz
     return LM_OK;
 }
 
+/* Appends sep and name to the string in buf {size}; a name that does not fit is left out. */
+static void append_name(char *buf, size_t size, const char *sep, const char *name)
+{
+    const size_t used = strlen(buf), ls = strlen(sep), ln = strlen(name);
+    if (used + ls + ln >= size)
+        return;
+    memcpy(buf + used, sep, ls);
+    memcpy(buf + used + ls, name, ln + 1);
+}
+
 lm_status lm_model_preset_path(const char *name, char *path, size_t size, lm_error *err)
 {
     char names[64][LM_MODEL_NAME_MAX];
@@ -442,8 +452,7 @@ lm_status lm_model_preset_path(const char *name, char *path, size_t size, lm_err
         }
     char known[1024] = "";
     for (size_t i = 0; i < count; i++)
-        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
-                 names[i]);
+        append_name(known, sizeof known, i ? ", " : "", names[i]);
     return lm_fail(err, LM_ERR_ARG, "unknown preset '%s' (known: %s; or --model FILE)", name,
                    known);
 }
