@@ -272,7 +272,7 @@ neon: $(BIN)
 # The case budget is lowered to 256 MiB there (from 1 GiB) so that a case the budget
 # accepts stays under the fuzzer's -rss_limit_mb. scripts/fuzz.sh seeds and runs them.
 FUZZ_SECONDS    ?= 30
-FUZZ_TARGETS    := contract results_csv
+FUZZ_TARGETS    := contract results_csv model
 FUZZ_CASE_BYTES := 268435456
 FUZZ_KERNELS    ?= $(LIB)
 FUZZ_BIN         = $(FUZZ_TARGETS:%=$(BUILD)/tests/fuzz/fuzz_%)

@@ -174,7 +174,7 @@ static int list_models(const lm_model_spec *specs, size_t count, lm_weight_dtype
            lm_weight_dtype_name(w));
     printf("|---|---:|---:|---|---:|---:|---:|\n");
     for (size_t i = 0; i < count; i++) {
-        long long total, active;
+        double total, active;
         char kinds[160];
         lm_model_params(&specs[i], &total, &active);
         mixer_summary(&specs[i], kinds, sizeof kinds);

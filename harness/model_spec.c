@@ -363,6 +363,34 @@ static lm_status read_top(const reader *r, const json_t *root, lm_model_spec *s)
     return LM_OK;
 }
 
+/* A model the arithmetic and the runner can hold: at most LM_MODEL_MAX_LAYERS layers and
+ * LM_MODEL_MAX_PARAMS parameters, and one sequence's memory at max_context (f32 weights and
+ * cache) at most LM_MODEL_MAX_BYTES, so that every size the runner forms from the fields fits
+ * a 64-bit integer. */
+static lm_status check_size(const reader *r, const lm_model_spec *s)
+{
+    if (s->layers > LM_MODEL_MAX_LAYERS)
+        return lm_fail(r->err, LM_ERR_SHAPE, "%s: layers must be at most %d, got %lld", r->path,
+                       LM_MODEL_MAX_LAYERS, s->layers);
+    double total, active;
+    lm_model_params(s, &total, &active);
+    if (!(total <= LM_MODEL_MAX_PARAMS))
+        return lm_fail(r->err, LM_ERR_SHAPE,
+                       "%s: the shapes give %.3g parameters, more than the %.3g a model file may "
+                       "describe", r->path, total, LM_MODEL_MAX_PARAMS);
+    lm_cache_format f32;
+    lm_model_memory m;
+    TRY(lm_cache_format_parse("f32", &f32, r->err));
+    lm_model_memory_at(s, LM_WEIGHT_F32, &f32, s->max_context, &m);
+    const double bytes = m.weights + m.kv + m.state;
+    if (!(bytes <= LM_MODEL_MAX_BYTES))
+        return lm_fail(r->err, LM_ERR_SHAPE,
+                       "%s: one sequence at max_context %lld needs %.3g bytes (f32), more than "
+                       "the %.3g a model file may describe", r->path, s->max_context, bytes,
+                       LM_MODEL_MAX_BYTES);
+    return LM_OK;
+}
+
 lm_status lm_model_spec_load(const char *path, lm_model_spec *spec, lm_error *err)
 {
     memset(spec, 0, sizeof *spec);
@@ -395,6 +423,8 @@ lm_status lm_model_spec_load(const char *path, lm_model_spec *spec, lm_error *er
         status = read_delta(&r, root, spec);
     if (status == LM_OK)
         status = read_mlps(&r, root, spec);
+    if (status == LM_OK)
+        status = check_size(&r, spec);
     json_decref(root);
     return status;
 }

@@ -24,6 +24,11 @@ const char *lm_mlp_name(lm_mlp_kind kind);
 
 #define LM_MODEL_PATTERN_MAX 64
 #define LM_MODEL_NAME_MAX 64
+/* What a model file may describe (the loader refuses more): layers, parameters (2^44, about
+ * 1.8e13) and one sequence's bytes at max_context with f32 weights and cache (2^52). */
+#define LM_MODEL_MAX_LAYERS 65536
+#define LM_MODEL_MAX_PARAMS 17592186044416.0
+#define LM_MODEL_MAX_BYTES 4503599627370496.0
 
 typedef struct lm_model_spec {
     char name[LM_MODEL_NAME_MAX];
@@ -65,12 +70,12 @@ void lm_model_counts(const lm_model_spec *spec, long long mixers[LM_MIXER_COUNT]
 
 /* Parameters: of one mixer layer of a kind, of one MLP layer (stored: every expert;
  * read per token: the active ones), embedding and LM head. */
-long long lm_model_mixer_params(const lm_model_spec *spec, lm_mixer_kind kind);
-long long lm_model_mlp_params(const lm_model_spec *spec, lm_mlp_kind kind, bool active_only);
-long long lm_model_head_params(const lm_model_spec *spec); /* LM head + final norm */
-long long lm_model_embed_params(const lm_model_spec *spec);
+double lm_model_mixer_params(const lm_model_spec *spec, lm_mixer_kind kind);
+double lm_model_mlp_params(const lm_model_spec *spec, lm_mlp_kind kind, bool active_only);
+double lm_model_head_params(const lm_model_spec *spec); /* LM head + final norm */
+double lm_model_embed_params(const lm_model_spec *spec);
 /* Whole-model parameters, stored (total) and read per generated token (active). */
-void lm_model_params(const lm_model_spec *spec, long long *total, long long *active);
+void lm_model_params(const lm_model_spec *spec, double *total, double *active);
 
 /* Cache formats of attention layers: the dense dtypes and longmix's quantized ones. */
 typedef struct lm_cache_format {

@@ -120,7 +120,7 @@ lm_status lm_model_table_put(lm_model_table *t, const lm_model_key *key,
     snprintf(kernel, sizeof kernel, "model.%s", s->name);
     snprintf(note, sizeof note, "decode step of %ld sequences at ctx %ld; units measured over "
              "up to %zu copies, multiplied by their counts", key->batch, key->ctx, d->copies_max);
-    long long total, active;
+    double total, active;
     lm_model_params(s, &total, &active);
     double flops = 2.0 * (double)active * (double)key->batch;
     double gbps = d->bytes / d->step_s / 1e9;

@@ -16,7 +16,7 @@ build=${1:?usage: scripts/fuzz.sh BUILD SECONDS}
 seconds=${2:?usage: scripts/fuzz.sh BUILD SECONDS}
 python=${PYTHON:-python3}
 work=$build
-targets=(contract results_csv)
+targets=(contract results_csv model)
 # The CLI's caps: contracts up to 16 MiB are read; the fuzzer's inputs stay at 1 MiB (the
 # largest seed is 200 KiB) so that it mutates rather than grows. -rss_limit_mb holds the
 # case budget the fuzz build compiles in (256 MiB) with ASan's own overhead.

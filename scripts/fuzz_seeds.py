@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Seeds and dictionaries of the fuzz targets (tests/fuzz/): OUT/contract, OUT/results_csv
-(seed folders) and OUT/contract.dict, OUT/results_csv.dict (libFuzzer dictionaries).
+"""Seeds and dictionaries of the fuzz targets (tests/fuzz/): OUT/contract, OUT/results_csv,
+OUT/model (seed folders) and OUT/<target>.dict (libFuzzer dictionaries).
 
   scripts/fuzz_seeds.py OUT
 
@@ -10,6 +10,8 @@ whole), and variants of them that reach the size checks: kernel shapes with larg
 power-of-two extents (2^20 .. 2^62: products that wrap 64 bits), a ragged M8 array, deep
 and long arrays. results_csv: every results file under results/examples, and variants
 (a duplicate row, a failed row, another machine's row, a quoted field with a newline).
+model: every preset of models/ and test model of tests/fixtures/models, and variants with
+extents at the loader's cap (2^40: products that wrap 64 bits) and past the layer limit.
 """
 import csv
 import io
@@ -107,6 +109,27 @@ def results_seeds(out):
     write("header_only", [header])
 
 
+def model_seeds(out):
+    out.mkdir(parents=True, exist_ok=True)
+    files = sorted((ROOT / "models").glob("*.json")) + \
+        sorted((ROOT / "tests/fixtures/models").glob("*.json"))
+    for path in files:
+        (out / path.name).write_text(path.read_text())
+    base = json.loads((ROOT / "models/llama3-8b.json").read_text())
+
+    def variant(name, edit):
+        model = json.loads(json.dumps(base))
+        edit(model)
+        dump(out / f"variant_{name}.json", model)
+
+    variant("d_model_cap", lambda m: m.update(d_model=2 ** 40))
+    variant("vocab_cap", lambda m: m.update(vocab=2 ** 40, d_model=2 ** 40))
+    variant("layers_many", lambda m: m.update(layers=2 ** 20))
+    variant("ff_cap", lambda m: m["mlp"].update(d_ff=2 ** 40))
+    variant("context_cap", lambda m: m.update(max_context=2 ** 40))
+    variant("heads_cap", lambda m: m["attention"].update(heads=2 ** 40, head_dim=2 ** 40))
+
+
 def json_words(obj, words):
     """Every key and every name-like string value of a JSON tree, into the set `words`."""
     if isinstance(obj, dict):
@@ -146,6 +169,14 @@ def dictionaries(out):
     csv_tokens = header.split(",") + ["ok", "wrong", "error", "failed", "nan", "inf", "-inf",
                                       '"', '""', "\r\n", "\n", ",", ";", "1e999", "-1"]
     write_dict(out / "results_csv.dict", csv_tokens)
+    words = set()
+    for path in sorted((ROOT / "models").glob("*.json")):
+        json_words(json.loads(path.read_text()), words)
+    words = [w for w in words if w.isprintable() and " " not in w]
+    tokens = ['"' + w + '"' for w in words] + ['"' + w + '":' for w in words]
+    tokens += ["{", "}", "[", "]", ":", ",", "true", "false", "null", "0", "-1", "1099511627776",
+               "1099511627777", "9223372036854775807", '"longmix-model/1"']
+    write_dict(out / "model.dict", tokens)
 
 
 def main():
@@ -154,8 +185,9 @@ def main():
     out = Path(sys.argv[1])
     contract_seeds(out / "contract")
     results_seeds(out / "results_csv")
+    model_seeds(out / "model")
     dictionaries(out)
-    for target in ("contract", "results_csv"):
+    for target in ("contract", "results_csv", "model"):
         print(f"fuzz seeds: {len(os.listdir(out / target))} for {target} in {out / target}")
 
 

@@ -86,6 +86,15 @@ test_bad_model_files_name_the_file_and_the_field() {
   bad_model experts 'm["moe"]["active"] = 9'
   expect_exit 2 "$LONGMIX" model --model "$WORK/experts.json" --dry-run
   expect_text err "experts.json: moe.active 9 exceeds moe.experts 8"
+  bad_model huge 'm["d_model"] = 2 ** 40'
+  expect_exit 2 "$LONGMIX" model --model "$WORK/huge.json" --dry-run
+  expect_text err "huge.json: the shapes give 3.22e+16 parameters, more than the 1.76e+13 a model file may describe"
+  bad_model deep 'm["layers"] = 70000'
+  expect_exit 2 "$LONGMIX" model --model "$WORK/deep.json" --dry-run
+  expect_text err "deep.json: layers must be at most 65536, got 70000"
+  bad_model long 'm["max_context"] = 2 ** 40; m["mla"]["latent"] = 4096'
+  expect_exit 2 "$LONGMIX" model --model "$WORK/long.json" --dry-run
+  expect_text err "long.json: one sequence at max_context 1099511627776 needs 3.62e+16 bytes (f32), more than the 4.5e+15 a model file may describe"
   printf '{"schema": "longmix-model/1",' > "$WORK/broken.json"
   expect_exit 2 "$LONGMIX" model --model "$WORK/broken.json" --dry-run
   expect_text err "broken.json:1:"
