@@ -170,7 +170,16 @@ static int parse(int argc, char **argv, crossover_options *o)
         if (known)
             continue;
         if (i + 1 >= argc) {
-            fprintf(stderr, "longmix crossover: %s needs a value (or is unknown)\n", a);
+            bool takes_value = strcmp(a, "--reps") == 0;
+            for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++)
+                takes_value |= strcmp(a, texts[k].name) == 0;
+            for (size_t k = 0; k < sizeof longs / sizeof longs[0]; k++)
+                takes_value |= strcmp(a, longs[k].name) == 0;
+            if (takes_value)
+                fprintf(stderr, "longmix crossover: %s needs a value\n", a);
+            else
+                fprintf(stderr, "longmix crossover: unknown option '%s' (longmix crossover "
+                                "--help)\n", a);
             return LM_EXIT_USAGE;
         }
         for (size_t k = 0; k < sizeof texts / sizeof texts[0] && !known; k++)

@@ -27,6 +27,15 @@ test_sweep_unknown_last_option_says_unknown() {
   expect_exit 2 "$LONGMIX" sweep --frobnicate 3
   expect_text err "longmix sweep: unknown option '--frobnicate'"
 }
+test_crossover_option_without_value_or_unknown_says_which() {
+  expect_exit 2 "$LONGMIX" crossover --ctx
+  expect_text err "longmix crossover: --ctx needs a value"
+  expect_exit 2 "$LONGMIX" crossover --reps
+  expect_text err "longmix crossover: --reps needs a value"
+  expect_exit 2 "$LONGMIX" crossover --frobnicate
+  expect_text err "longmix crossover: unknown option '--frobnicate'"
+  if grep -q "needs a value" "$WORK/err"; then echo "    an unknown option said to need a value" >&2; return 1; fi
+}
 test_verify_missing_file_says_missing_not_pin() {
   # a folder with no SHA256SUMS: the missing file comes first, not its missing pin
   mkdir "$WORK/empty"
