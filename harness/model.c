@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "model_run.h"
 #include "model_table.h"
+#include "omp_wait.h"
 #include "opts.h"
 #include "topo.h"
 
@@ -356,6 +357,8 @@ static int run_grid(const model_options *o, const lm_model_spec *specs, size_t c
         return LM_EXIT_USAGE;
     }
     const lm_ops *ops = lm_ops_active();
+    lm_busy_watch watch;
+    lm_busy_watch_start(&watch, "model");
     size_t total = count * g->ctx_count * g->batch_count * g->thread_count, done = 0;
     int rc = LM_EXIT_OK;
     for (size_t t = 0; t < g->thread_count && rc == LM_EXIT_OK; t++) {
@@ -383,6 +386,7 @@ static int run_grid(const model_options *o, const lm_model_spec *specs, size_t c
                         continue;
                     }
                     lm_model_decode dec;
+                    const double since = lm_now();
                     lm_status st = measure_model(&specs[m], g, g->ctx[c], g->batch[b], ops,
                                                  o->reps, llc, &memo, &dec, &e);
                     if (st != LM_OK) {
@@ -395,7 +399,8 @@ static int run_grid(const model_options *o, const lm_model_spec *specs, size_t c
                     fprintf(stderr, "[%zu/%zu] %s ctx %ld batch %ld threads %ld: %.2f ms/token step, %.0f%% of stream\n",
                             done, total, specs[m].name, g->ctx[c], g->batch[b], g->threads[t],
                             dec.step_s * 1e3, 100.0 * dec.bytes / dec.step_s / 1e9 / stream);
-                    if (lm_model_table_put(&table, &key, &specs[m], &dec, o->reps, &e) != LM_OK ||
+                    if (lm_model_table_put(&table, &key, &specs[m], &dec, o->reps, &watch, since,
+                                           &e) != LM_OK ||
                         lm_model_table_write(&table, &e) != LM_OK) {
                         fprintf(stderr, "longmix model: %s\n", e.message);
                         rc = LM_EXIT_USAGE;
@@ -403,6 +408,7 @@ static int run_grid(const model_options *o, const lm_model_spec *specs, size_t c
                 }
             }
     }
+    lm_busy_watch_finish(&watch, o->out);
     if (rc == LM_EXIT_OK) {
         lm_model_table_markdown(&table, stdout);
         rc = lm_model_crossover_write(&table, specs, count, o->baseline, g->weights, &g->cache,
@@ -447,5 +453,6 @@ int lm_cmd_model(int argc, char **argv)
     }
     if ((rc = check_memory(specs, count, &g, llc, stream_bytes, o.dry_run)) != 0 || o.dry_run)
         return rc;
+    lm_omp_wait_settle(argc, argv); /* the spin count of a shared machine (omp_wait.h) */
     return run_grid(&o, specs, count, &g, &meta, llc);
 }

@@ -114,7 +114,7 @@ static void fmt(char *out, double v) { snprintf(out, 32, "%.6g", v); }
 
 lm_status lm_model_table_put(lm_model_table *t, const lm_model_key *key,
                              const lm_model_spec *s, const lm_model_decode *d, int reps,
-                             lm_error *err)
+                             lm_busy_watch *watch, double since, lm_error *err)
 {
     char kernel[96], note[160];
     snprintf(kernel, sizeof kernel, "model.%s", s->name);
@@ -138,6 +138,8 @@ lm_status lm_model_table_put(lm_model_table *t, const lm_model_key *key,
         .gflops = flops / d->step_s / 1e9, .gbps = gbps,
         .roofline_frac = d->stream_gbps > 0 ? gbps / d->stream_gbps : 0.0,
         .checksum = d->checksum, .flops = flops, .bytes = d->bytes, .err_max = -1.0};
+    if (watch != NULL) /* busy_cores and disturbed over the minutes of this row */
+        lm_busy_watch_row(watch, since, &row);
     lm_csv tmp;
     lm_status st = lm_csv_init_results(&tmp, err);
     if (st == LM_OK)

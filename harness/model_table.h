@@ -4,6 +4,7 @@
 #ifndef LONGMIX_MODEL_TABLE_H
 #define LONGMIX_MODEL_TABLE_H
 
+#include "busy_watch.h"
 #include "csv.h"
 #include "model_run.h"
 
@@ -42,7 +43,7 @@ lm_status lm_model_table_open(lm_model_table *t, const char *path, bool resume,
 bool lm_model_table_has(const lm_model_table *t, const lm_model_key *key);
 lm_status lm_model_table_put(lm_model_table *t, const lm_model_key *key,
                              const lm_model_spec *spec, const lm_model_decode *d, int reps,
-                             lm_error *err);
+                             lm_busy_watch *watch, double since, lm_error *err);
 /* Writes the whole table atomically (temp file + rename). */
 lm_status lm_model_table_write(const lm_model_table *t, lm_error *err);
 void lm_model_table_markdown(const lm_model_table *t, FILE *out);

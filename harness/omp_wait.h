@@ -1,4 +1,4 @@
-/* The OpenMP wait policy of the measuring commands (sweep, crossover, roofline).
+/* The OpenMP wait policy of the measuring commands (sweep, crossover, roofline, model).
  *
  * libgomp's idle team threads spin before they sleep: GOMP_SPINCOUNT 300,000 iterations
  * when neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set (about 5 ms of `pause` on the

@@ -50,6 +50,25 @@ assert roof and all(r["disturbed"] == "1" for r in roof), roof
 PY
 }
 
+test_spinning_cpus_mark_model_rows_disturbed() {
+  start_spinners
+  trap stop_spinners EXIT
+  local got=0
+  env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT \
+    "$LONGMIX" model --model tests/fixtures/models/tiny-attn.json --ctx 64 --threads 1 --reps 1 \
+    --out "$WORK/m.csv" --crossover-out "$WORK/x.csv" >"$WORK/out" 2>"$WORK/err" || got=$?
+  stop_spinners
+  trap - EXIT
+  [ "$got" -eq 0 ] || { cat "$WORK/err" >&2; return 1; }
+  expect_text err "longmix model: the machine is busy"
+  expect_text err "(OpenMP wait: GOMP_SPINCOUNT=1000)"
+  "$PYTHON" - "$WORK/m.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 1 and rows[0]["disturbed"] == "1", rows
+assert float(rows[0]["busy_cores"]) >= 0.5, rows[0]["busy_cores"]
+PY
+}
 test_busy_crossover_is_not_a_finding() {
   start_spinners
   trap stop_spinners EXIT

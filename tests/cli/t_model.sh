@@ -127,6 +127,8 @@ for r in rows:
     parts = sum(float(r[k]) for k in ("proj_ms", "mixing_ms", "mlp_ms", "head_ms"))
     assert 0.5 < parts / float(r["ms_per_token"]) < 1.5, r
     assert abs(float(r["median_s"]) * 1e3 - float(r["ms_per_token"])) < 1e-5 * float(r["ms_per_token"])
+    # the machine's load over the row's minutes (/proc/stat): measured, and the verdict
+    assert float(r["busy_cores"]) >= 0 and r["disturbed"] in ("0", "1"), r
 hy = [r for r in rows if r["model"] == "tiny-hybrid"]
 # the state of one sequence: Mamba-1 512 x (16 + 3), Mamba-2 512 x 32 + 576 x 3,
 # delta 4 x 32 x 32 + 256 x 3 floats, two layers of each, 4 bytes a float
