@@ -60,12 +60,9 @@ static lm_status header_init(lm_csv *csv, lm_error *err)
     return lm_csv_init(csv, header, ALL_COLUMNS, err);
 }
 
-lm_status lm_model_table_open(lm_model_table *t, const char *path, bool resume,
-                              const lm_machine_meta *meta, lm_error *err)
+static lm_status read_table(lm_model_table *t, const char *path, bool resume,
+                            const lm_machine_meta *meta, lm_error *err)
 {
-    memset(t, 0, sizeof *t);
-    t->path = path;
-    t->meta = meta;
     struct stat st;
     if (!resume || stat(path, &st) != 0)
         return header_init(&t->csv, err);
@@ -100,6 +97,20 @@ lm_status lm_model_table_open(lm_model_table *t, const char *path, bool resume,
             r++;
     }
     return LM_OK;
+}
+
+lm_status lm_model_table_open(lm_model_table *t, const char *path, bool resume,
+                              const lm_machine_meta *meta, lm_error *err)
+{
+    memset(t, 0, sizeof *t);
+    t->path = path;
+    t->meta = meta;
+    lm_status s = read_table(t, path, resume, meta, err);
+    if (s != LM_OK) { /* a refused file leaves nothing behind */
+        lm_model_table_free(t);
+        memset(t, 0, sizeof *t);
+    }
+    return s;
 }
 
 bool lm_model_table_has(const lm_model_table *t, const lm_model_key *key)
