@@ -303,6 +303,25 @@ def crossover_section(res):
     return out
 
 
+def model_row_trust(r):
+    """Why a whole-model row is not a finding ("busy", "unsteady", "over the stream"), or None."""
+    if r.get("disturbed") == "1":
+        return "busy"
+    if unsteady(r):
+        return "unsteady"
+    if num(r, "stream_frac") > 1.0:
+        return "over the stream"
+    return None
+
+
+def crossover_trust(c, models):
+    """A model crossover's trust: "ok", or how many of the rows behind it are not findings."""
+    behind = [r for r in models if r["model"] in (c["model"], c["baseline"]) and
+              r["threads"] == c["threads"] and r["batch"] == c["batch"]]
+    bad = sum(model_row_trust(r) is not None for r in behind)
+    return f"not a finding: {bad} of {len(behind)} rows" if bad else "ok"
+
+
 def model_section(res):
     """Whole models (longmix model): ms/token at each context, the split by component, the
     model-level crossover, and the ms/token-vs-context figure."""
@@ -315,27 +334,39 @@ def model_section(res):
         rows.append([r["model"], r["cache"], r["weights"], int(num(r, "threads")), int(num(r, "batch")),
                      int(num(r, "n_ctx")), num(r, "ms_per_token"), num(r, "tokens_per_s"),
                      num(r, "proj_ms"), num(r, "mixing_ms"), num(r, "mlp_ms"), num(r, "head_ms"),
-                     100 * num(r, "stream_frac"), num(r, "mem_batch_bytes") / 2 ** 30])
+                     100 * num(r, "stream_frac"), num(r, "mem_batch_bytes") / 2 ** 30,
+                     model_row_trust(r) or "ok"])
     cols = [Col("model"), Col("cache"), Col("weights"), Col("threads", "int"), Col("batch", "int"),
             Col("ctx", "int"), Col("ms/token", "num", 1), Col("tokens/s", "num", 2),
             Col("proj ms", "num", 1), Col("mixing ms", "num", 1), Col("MLP ms", "num", 1),
-            Col("head ms", "num", 1), Col("% stream", "num", 0), Col("GiB batch", "num", 2)]
+            Col("head ms", "num", 1), Col("% stream", "num", 0), Col("GiB batch", "num", 2),
+            Col("measured")]
     note = ("A decode step: one token for each sequence of the batch. Units (each layer kind, the "
             "LM head) measured at full size over copies past 2 x LLC and multiplied by their counts "
             "(docs/models.md). % stream: bytes read per step (weights, caches, state) / time, over "
-            "the same minute's read-only stream.")
+            "the same minute's read-only stream. Measured: ok, or why the row is not a finding: busy "
+            "(other processes held the cores its threads needed), unsteady (passes spread over 20 %), "
+            "over the stream (more than 100 % of a stream limit measured in disturbed minutes).")
+    untrusted = sum(model_row_trust(r) is not None for r in res.models)
+    if untrusted:
+        out += [f"- **Not all rows are findings**: {untrusted} of {len(res.models)} model rows were "
+                "measured on a busy machine, were unsteady or exceed their stream limit (the "
+                "measured column says which); measure them again on a quiet machine", ""]
     out += [Table("models", "Whole-model decode", cols, rows, note, wide=True, page_rows=22), ""]
     if res.model_cross:
         crows = [[c["model"], c["baseline"], int(num(c, "threads")), int(num(c, "batch")), c["verdict"],
                   num(c, "nstar_ctx") or None, num(c, "lower_ctx") or None, num(c, "upper_ctx") or None,
-                  num(c, "memory_nstar_cache") or None, num(c, "memory_nstar_total") or None]
+                  num(c, "memory_nstar_cache") or None, num(c, "memory_nstar_total") or None,
+                  crossover_trust(c, res.models)]
                  for c in res.model_cross]
         ccols = [Col("model"), Col("vs"), Col("threads", "int"), Col("batch", "int"), Col("verdict"),
                  Col("decode n*", "int"), Col("bracket low", "int"), Col("bracket high", "int"),
-                 Col("memory n* caches", "int"), Col("memory n* with weights", "int")]
+                 Col("memory n* caches", "int"), Col("memory n* with weights", "int"), Col("trust")]
         cnote = ("Decode n*: the context where the model's step becomes faster than the baseline's, "
                  "log-log between the bracketing measured contexts. Memory n*: where the baseline's "
-                 "caches for the batch (then caches plus weights) exceed the model's, by arithmetic.")
+                 "caches for the batch (then caches plus weights) exceed the model's, by arithmetic. "
+                 "Trust: ok, or not a finding when any row of the two models at that threads and "
+                 "batch is not (the models table's measured column).")
         out += [Table("model_crossover", "Model-level crossover", ccols, crows, cnote, wide=True,
                         page_rows=22), ""]
     fig = res.draw(plot.model_decode_vs_context, res.models, res.model_cross,

@@ -83,3 +83,31 @@ assert "| q | - | - |" in tables.markdown(t)
 assert "q & -- & -- \\\\" in tables.latex(t, "M"), tables.latex(t, "M")
 PY
 }
+test_report_flags_model_rows_and_crossovers_not_findings() {
+  # the example model run with its 2-thread mistral rows marked disturbed: those rows say busy,
+  # the 2-thread mistral crossovers say they are not findings, the 1-thread ones stay ok
+  mkdir -p "$WORK/m"
+  cp results/examples/model/model_crossover.csv "$WORK/m/"
+  "$PYTHON" - results/examples/model/models.csv "$WORK/m/models.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+for r in rows:
+    r["disturbed"] = "1" if r["model"] == "mistral-7b" and r["threads"] == "2" else "0"
+    r["busy_cores"] = "1.5" if r["disturbed"] == "1" else "0"
+with open(sys.argv[2], "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(rows[0]))
+    w.writeheader()
+    w.writerows(rows)
+PY
+  expect_exit 0 "$PYTHON" scripts/report.py "$WORK/m" --format csv --table models
+  expect_text out "mistral-7b,bf16,bf16,2,1,1024,1590.3,0.63,194.9,6.9,1369.9,18.4,39,13.61,busy"
+  [ "$(grep -c ',busy$' "$WORK/out")" = 4 ] || { echo "    want 4 busy model rows" >&2; return 1; }
+  [ "$(grep -c ',ok$' "$WORK/out")" = 20 ] || { echo "    want 20 ok model rows" >&2; return 1; }
+  expect_exit 0 "$PYTHON" scripts/report.py "$WORK/m" --format csv --table model_crossover
+  expect_text out "mistral-7b,llama3-8b,2,1,"
+  grep '^mistral-7b,llama3-8b,2,' "$WORK/out" | grep -q ',not a finding: 2 of 4 rows$'
+  grep '^mistral-7b,llama3-8b,1,' "$WORK/out" | grep -q ',ok$'
+  grep '^mamba2-2.7b,llama3-8b,2,' "$WORK/out" | grep -q ',ok$'
+  expect_exit 0 "$PYTHON" scripts/report.py "$WORK/m"
+  grep -qF -- "- **Not all rows are findings**: 4 of 24 model rows" "$WORK/m/report.md"
+}
