@@ -567,7 +567,7 @@ const lm_bench_case lm_bench_window_decode = {
 typedef struct mla_state {
     lm_mla_shape shape;
     float *q, *ckv, *w_uk, *w_uv, *o;
-    float *k, *v; /* {H, n, nope + rope}: the expanded cache (mla_decode_cached), or NULL */
+    float *k, *v; /* {H, n, nope + rope}: the expanded cache (latent_mla_cached), or NULL */
     size_t n;
     bool absorbed;
 } mla_state;
@@ -756,8 +756,8 @@ static void mla_cached_cost(const lm_bench_config *c, double *flops, double *byt
     *bytes = 2.0 * 4.0 * h * n * (d + rope);
 }
 
-const lm_bench_case lm_bench_mla_decode_absorbed = {
-    .name = "mla_decode_absorbed",
+const lm_bench_case lm_bench_latent_mla = {
+    .name = "latent_mla",
     .summary = "latent attention decode, W_uk/W_uv absorbed (MQA over the latent rows)",
     .dtypes = "f32",
     .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_HEADS | LM_BENCH_USES_SSM,
@@ -770,8 +770,8 @@ const lm_bench_case lm_bench_mla_decode_absorbed = {
     .teardown = mla_teardown,
 };
 
-const lm_bench_case lm_bench_mla_decode_expanded = {
-    .name = "mla_decode_expanded",
+const lm_bench_case lm_bench_latent_mla_expanded = {
+    .name = "latent_mla_expanded",
     .summary = "latent attention decode, K/V expanded per head from the latent rows",
     .dtypes = "f32",
     .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_HEADS | LM_BENCH_USES_SSM,
@@ -786,8 +786,8 @@ const lm_bench_case lm_bench_mla_decode_expanded = {
     .teardown = mla_teardown,
 };
 
-const lm_bench_case lm_bench_mla_decode_cached = {
-    .name = "mla_decode_cached",
+const lm_bench_case lm_bench_latent_mla_cached = {
+    .name = "latent_mla_cached",
     .summary = "latent attention decode over an expanded per-head K/V cache (MHA-sized)",
     .dtypes = "f32",
     .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_HEADS | LM_BENCH_USES_SSM,

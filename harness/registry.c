@@ -31,6 +31,9 @@ static const alias aliases[] = {
     {"ssm_ssd", "chunk", "ssd_chunked"},
     {"ssm_ssd", "decode", "ssd_step"},
     {"ssm_ssd", NULL, "ssd_recurrent"},
+    {"mla_decode_absorbed", NULL, "latent_mla"}, /* sweep, CSVs before one MLA word */
+    {"mla_decode_expanded", NULL, "latent_mla_expanded"},
+    {"mla_decode_cached", NULL, "latent_mla_cached"},
 };
 
 size_t lm_registry_count(void) { return sizeof entries / sizeof entries[0]; }

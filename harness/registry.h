@@ -7,11 +7,12 @@
  *   LM_REGISTRY(BOTH, BENCH, CONTRACT)
  *     BOTH(word, summary)      a bench case lm_bench_<word> and a runner lm_kcase_<word>
  *     BENCH(word, summary)     a bench case only (a variant measured on its own)
- *     CONTRACT(word, summary)  a runner only (the lesson's float64 references, latent_mla)
+ *     CONTRACT(word, summary)  a runner only (the lesson's float64 references)
  *
  * The bench cases live in harness/bench_<family>.c, the runners in kcases_<family>.c.
  * Old names (the sweep's attn_decode_q and affine_scan, the contract's attention_prefill,
- * kvquant_decode, ssm_mamba1_scan, linear_attention, delta_rule, ssm_ssd, ...) are accepted
+ * kvquant_decode, ssm_mamba1_scan, linear_attention, delta_rule, ssm_ssd, the sweep's
+ * mla_decode_absorbed / _expanded / _cached, ...) are accepted
  * as aliases (harness/registry.c), so existing CSVs and contracts keep working.
  * tests/test_registry.c fails when a word of the kernel list lacks a bench case, a runner,
  * a contract case or a recipe in docs/contracts.md. */
@@ -32,11 +33,10 @@
     BENCH(attn_prefill_window, NULL)                                                       \
     BOTH(window_decode, "token-by-token decode through a rolling buffer of w slots, "      \
                         "o {n, heads, d}")                                                 \
-    BENCH(mla_decode_absorbed, NULL)                                                       \
-    BENCH(mla_decode_expanded, NULL)                                                       \
-    BENCH(mla_decode_cached, NULL)                                                         \
-    CONTRACT(latent_mla, "DeepSeek-V2 latent attention (absorbed or expanded, decode or "  \
-                         "prefill), o {n_q, heads, v}")                                    \
+    BOTH(latent_mla, "DeepSeek-V2 latent attention (absorbed or expanded, decode or "      \
+                     "prefill), o {n_q, heads, v}")                                        \
+    BENCH(latent_mla_expanded, NULL)                                                       \
+    BENCH(latent_mla_cached, NULL)                                                         \
     BOTH(mamba1_scan, "Mamba-1 selective scan (exact ZOH or delta*B), y {B, L, D} then "   \
                       "h_final {B, D, N}")                                                 \
     BENCH(mamba1_step, NULL)                                                               \

@@ -243,14 +243,17 @@ def attention(rows, t):
                f"({100 * d:+.1f} %)")
     labels = {"absorbed": "absorbed (latent cache)", "cached": "expanded cache (MHA-sized)",
               "expanded": "expanded, K/V rebuilt every step"}
-    for kernel in ("mla_decode_absorbed", "mla_decode_cached", "mla_decode_expanded"):
-        r = one(rows, kernel=kernel, n_ctx=32768, threads=2)
-        name = f"MLA decode at n = 32768, {labels[kernel[11:]]}"
+    for form, kernel, old in (("absorbed", "latent_mla", "mla_decode_absorbed"),
+                              ("cached", "latent_mla_cached", "mla_decode_cached"),
+                              ("expanded", "latent_mla_expanded", "mla_decode_expanded")):
+        r = one(rows, kernel=kernel, n_ctx=32768, threads=2) or one(rows, kernel=old, n_ctx=32768,
+                                                                    threads=2)
+        name = f"MLA decode at n = 32768, {labels[form]}"
         if r is None:
             t.add(name, "-", None)
         else:
             h, lat, rope, d = (float(r[k]) for k in ("heads", "d_inner", "d_state", "head_dim"))
-            cache = 4 * (lat + rope) if kernel != "mla_decode_cached" else 4 * h * (2 * d + rope)
+            cache = 4 * (lat + rope) if form != "cached" else 4 * h * (2 * d + rope)
             t.info(f"{name}, heads {r['heads']}",
                    f"{ms(r)}; cache {cache:.0f} bytes per token; {f(r, 'bytes') / 1e6:.0f} MB "
                    f"per step by the bench's cost model; {f(r, 'gflops'):.0f} GFLOP/s, "

@@ -51,8 +51,8 @@ sweep window --kernel attn_prefill_window --ctx 16384 --chunk 1024 --threads 2 -
 sweep rolling --kernel attn_decode,window_decode --dtype f32 --ctx 1024 --chunk 1024 --threads 2 \
     --reps 31 $GQA
 sweep rolling --kernel window_decode --dtype f32 --ctx 1000000 --chunk 1024 --threads 2 --reps 31 $GQA
-sweep mla --kernel mla_decode_absorbed,mla_decode_cached,mla_decode_expanded --ctx 32768 --heads 128 --threads 2 \
-    --reps 3
+sweep mla --kernel latent_mla,latent_mla_cached,latent_mla_expanded --ctx 32768 --heads 128 \
+    --threads 2 --reps 3
 # issue 5: recurrent family
 sweep mamba1 --kernel mamba1_scan --ctx 4096 --d-inner 2048 --d-state 16 --disc zoh,euler \
     --threads 1,2 --reps 9

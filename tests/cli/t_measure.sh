@@ -56,6 +56,10 @@ test_sweep_old_kernel_names_are_aliases() {
   expect_exit 0 "$LONGMIX" sweep --kernel scan_affine --ctx 64 --d-inner 16 --chunk 16 --reps 1 \
     --isa scalar --no-roofline --out "$WORK/old.csv" --resume
   expect_text err "0 configurations measured, 1 skipped (present)"
+  # MLA: one word (latent_mla, the contract's) for the sweep too; mla_decode_* are old names
+  expect_exit 0 "$LONGMIX" sweep --kernel mla_decode_absorbed,mla_decode_cached --ctx 32 \
+    --heads 2 --head-dim 8 --d-inner 16 --d-state 8 --reps 1 --isa scalar --no-roofline --out "$WORK/mla.csv"
+  "$PYTHON" -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); assert [x["kernel"] for x in r] == ["latent_mla", "latent_mla_cached"], r' "$WORK/mla.csv"
 }
 test_sweep_interleave_writes_every_row_once() {
   # gemv at 2 sizes x 1 and 2 threads: "threads" measures two groups of two, "all" one group
