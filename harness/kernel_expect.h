@@ -39,4 +39,12 @@ void lm_kexpect_check_output(lm_report *report, const char *section, const char 
  * probe) before any runs. */
 lm_status lm_kernels_validate(const json_t *cases, lm_error *err);
 
+/* The contract's "cases" array, every case validated (lm_kernels_validate); LM_ERR_SCHEMA
+ * naming the file when it is missing or empty. */
+lm_status lm_kernels_cases(const lm_contract *contract, const json_t **cases, lm_error *err);
+
+/* Opens cases[i] and reads what it expects (lm_kcase_open, lm_kexpect_read). */
+lm_status lm_kcase_open_expecting(const json_t *cases, size_t i, lm_kcase *kcase,
+                                  lm_kexpect *e, lm_error *err);
+
 #endif

@@ -373,13 +373,26 @@ lm_status lm_kernels_validate(const json_t *cases, lm_error *err)
     return LM_OK;
 }
 
-lm_status lm_verify_kernels(const lm_contract *contract, lm_report *report, lm_error *err)
+lm_status lm_kernels_cases(const lm_contract *contract, const json_t **cases, lm_error *err)
 {
-    const json_t *cases = json_object_get(contract->root, "cases");
-    if (!json_is_array(cases) || json_array_size(cases) == 0)
+    *cases = json_object_get(contract->root, "cases");
+    if (!json_is_array(*cases) || json_array_size(*cases) == 0)
         return lm_fail(err, LM_ERR_SCHEMA, "%s: field cases must be a non-empty array",
                        contract->path);
-    lm_status status = lm_kernels_validate(cases, err);
+    return lm_kernels_validate(*cases, err);
+}
+
+lm_status lm_kcase_open_expecting(const json_t *cases, size_t i, lm_kcase *kcase,
+                                  lm_kexpect *e, lm_error *err)
+{
+    lm_status status = lm_kcase_open(kcase, json_array_get(cases, i), i, err);
+    return status != LM_OK ? status : lm_kexpect_read(kcase->json, kcase->id, e, err);
+}
+
+lm_status lm_verify_kernels(const lm_contract *contract, lm_report *report, lm_error *err)
+{
+    const json_t *cases;
+    lm_status status = lm_kernels_cases(contract, &cases, err);
     if (status != LM_OK)
         return status;
 
@@ -388,8 +401,7 @@ lm_status lm_verify_kernels(const lm_contract *contract, lm_report *report, lm_e
     for (size_t i = 0; i < json_array_size(cases); i++) {
         lm_kcase kcase;
         lm_kexpect e;
-        if ((status = lm_kcase_open(&kcase, json_array_get(cases, i), i, err)) != LM_OK ||
-            (status = lm_kexpect_read(kcase.json, kcase.id, &e, err)) != LM_OK)
+        if ((status = lm_kcase_open_expecting(cases, i, &kcase, &e, err)) != LM_OK)
             return status;
         if (strcmp(kcase.dtype, "f64") == 0) {
             if ((status = run_on(&kcase, &e, NULL, "ref", report, err)) != LM_OK)

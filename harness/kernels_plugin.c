@@ -181,11 +181,8 @@ static void list_not_provided(const lm_plugin *plugin, const lm_contract *contra
 lm_status lm_verify_kernels_plugin(const lm_contract *contract, const lm_plugin *plugin,
                                    double timeout_s, lm_report *report, lm_error *err)
 {
-    const json_t *cases = json_object_get(contract->root, "cases");
-    if (!json_is_array(cases) || json_array_size(cases) == 0)
-        return lm_fail(err, LM_ERR_SCHEMA, "%s: field cases must be a non-empty array",
-                       contract->path);
-    lm_status status = lm_kernels_validate(cases, err);
+    const json_t *cases;
+    lm_status status = lm_kernels_cases(contract, &cases, err);
     if (status != LM_OK)
         return status;
     size_t cases_of_op[LM_PLUGIN_OP_MAX] = {0};
@@ -193,8 +190,7 @@ lm_status lm_verify_kernels_plugin(const lm_contract *contract, const lm_plugin 
         lm_kcase kcase;
         lm_kexpect e;
         size_t op;
-        if ((status = lm_kcase_open(&kcase, json_array_get(cases, i), i, err)) != LM_OK ||
-            (status = lm_kexpect_read(kcase.json, kcase.id, &e, err)) != LM_OK)
+        if ((status = lm_kcase_open_expecting(cases, i, &kcase, &e, err)) != LM_OK)
             return status;
         if (!lm_plugin_op_of_case(&kcase, &op))
             continue;
