@@ -127,8 +127,11 @@ fail() {
   exit 1
 }
 
-# apt-get with its machine-readable status on stdout (Status-Fd 1, which survives sudo):
-# every line goes to the log; progress is printed when it moves by 10 % or every 15 s.
+# apt-get's machine-readable status goes to fd 3, opened on the progress pipe inside the root
+# shell (sudo closes descriptors above 2); its stdout, where maintainer scripts write, goes
+# straight to the log. With the status on fd 1 instead, texlive-base's postinst failed with
+# "Unable to flush stdout: Bad file descriptor". Every line goes to the log; progress is
+# printed when it moves by 10 % or every 15 s.
 progress() {  # label
   local label=$1 line kind was= pct what shown=-10 last=0 now
   while IFS= read -r line; do
@@ -155,7 +158,8 @@ progress() {  # label
 }
 apt() {  # label, apt-get arguments...
   local label=$1; shift
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get -o APT::Status-Fd=1 \
+  as_root env DEBIAN_FRONTEND=noninteractive LM_APT_LOG="$log" sh -c \
+    'exec 3>&1 >>"$LM_APT_LOG"; exec apt-get -o APT::Status-Fd=3 "$@"' apt-get \
     -o DPkg::Lock::Timeout=600 -o Dpkg::Use-Pty=0 "$@" 2>&1 | progress "$label"
   return "${PIPESTATUS[0]}"
 }
