@@ -1,6 +1,8 @@
 /* The decode table of `longmix model` and the crossover derived from it. */
 #include "model_table.h"
 
+#include "busy.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -255,18 +257,30 @@ typedef struct series {
     long ctx[CROSS_POINTS];
     double ms[CROSS_POINTS];
     size_t count;
+    size_t untrusted; /* of them not a finding (row_untrusted) */
 } series;
+
+/* A row that is not a finding: measured on a busy machine (disturbed), unsteady passes, or
+ * over 100 % of a stream limit that was itself measured in disturbed minutes. */
+static bool row_untrusted(const lm_csv *c, size_t r)
+{
+    return strcmp(cell(c, r, "disturbed"), "1") == 0 ||
+           lm_unsteady(atof(cell(c, r, "min_s")), atof(cell(c, r, "median_s")),
+                       atof(cell(c, r, "p75_s"))) ||
+           atof(cell(c, r, "stream_frac")) > 1.0;
+}
 
 /* The rows of (model, threads, batch) in context order. */
 static void gather(const lm_csv *c, const char *model, const char *threads, const char *batch,
                    const char *cache, const char *weights, series *s)
 {
-    s->count = 0;
+    s->count = s->untrusted = 0;
     for (size_t r = 0; r < c->rows && s->count < CROSS_POINTS; r++) {
         if (strcmp(cell(c, r, "model"), model) != 0 || strcmp(cell(c, r, "threads"), threads) != 0 ||
             strcmp(cell(c, r, "batch"), batch) != 0 || strcmp(cell(c, r, "cache"), cache) != 0 ||
             strcmp(cell(c, r, "weights"), weights) != 0)
             continue;
+        s->untrusted += row_untrusted(c, r);
         size_t at = s->count++;
         long ctx = atol(cell(c, r, "n_ctx"));
         double ms = atof(cell(c, r, "ms_per_token"));
@@ -284,7 +298,7 @@ static const char *const cross_columns[] = {
     "run_id", "timestamp", "git_rev", "host", "cpu_model", "isa", "threads", "batch", "model",
     "baseline", "cache", "weights", "verdict", "nstar_ctx", "lower_ctx", "lower_model_ms",
     "lower_baseline_ms", "upper_ctx", "upper_model_ms", "upper_baseline_ms",
-    "memory_nstar_cache", "memory_nstar_total"};
+    "memory_nstar_cache", "memory_nstar_total", "trust"};
 #define CROSS_COLUMNS (sizeof cross_columns / sizeof cross_columns[0])
 
 typedef struct crossing {
@@ -362,7 +376,8 @@ lm_status lm_model_crossover_write(const lm_model_table *t, const lm_model_spec 
     if (st != LM_OK)
         return st;
     fprintf(out, "| model vs %s | threads | batch | decode n* | bracket (ctx: model / baseline ms) | "
-                 "memory n* caches | memory n* with weights |\n|---|---:|---:|---|---|---:|---:|\n",
+                 "memory n* caches | memory n* with weights | trust |\n"
+                 "|---|---:|---:|---|---|---:|---:|---|\n",
             baseline);
     const char *wname = lm_weight_dtype_name(weights);
     lm_key_set seen = {0};
@@ -388,7 +403,11 @@ lm_status lm_model_crossover_write(const lm_model_table *t, const lm_model_spec 
             cross(&sm, &sb, &x);
             long long mem_c = lm_model_memory_crossover(&specs[m], base, weights, cache, atol(batch), false);
             long long mem_t = lm_model_memory_crossover(&specs[m], base, weights, cache, atol(batch), true);
-            char v[10][32];
+            char v[10][32], trust[96] = "ok";
+            const size_t bad = sm.untrusted + sb.untrusted, behind = sm.count + sb.count;
+            if (bad > 0)
+                snprintf(trust, sizeof trust, "not a finding: %zu of %zu rows busy, unsteady or "
+                         "over the stream", bad, behind);
             snprintf(v[0], 32, "%.0f", x.nstar);
             snprintf(v[1], 32, "%ld", x.lo_ctx);
             fmt(v[2], x.lo_m);
@@ -403,7 +422,8 @@ lm_status lm_model_crossover_write(const lm_model_table *t, const lm_model_spec 
                 cell(c, r, "isa"), threads, batch, specs[m].name, baseline, cache->name, wname,
                 x.verdict, isnan(x.nstar) ? "" : v[0], x.lo_ctx ? v[1] : "", x.lo_ctx ? v[2] : "",
                 x.lo_ctx ? v[3] : "", x.hi_ctx ? v[4] : "", x.hi_ctx ? v[5] : "",
-                x.hi_ctx ? v[6] : "", mem_c >= 0 ? v[7] : "", mem_t >= 0 ? v[8] : ""};
+                x.hi_ctx ? v[6] : "", mem_c >= 0 ? v[7] : "", mem_t >= 0 ? v[8] : "",
+                bad > 0 ? "not_a_finding" : "ok"};
             st = lm_csv_append(&table, cells, err);
             char bracket[128] = "";
             if (x.lo_ctx)
@@ -411,9 +431,9 @@ lm_status lm_model_crossover_write(const lm_model_table *t, const lm_model_spec 
             if (x.hi_ctx)
                 snprintf(bracket + strlen(bracket), sizeof bracket - strlen(bracket), "%s%ld: %.2f / %.2f",
                          x.lo_ctx ? " .. " : "", x.hi_ctx, x.hi_m, x.hi_b);
-            fprintf(out, "| %s | %s | %s | %s | %s | %s | %s |\n", specs[m].name, threads, batch,
-                    isnan(x.nstar) ? x.verdict : v[0], bracket, mem_c >= 0 ? v[7] : "none",
-                    mem_t >= 0 ? v[8] : "none");
+            fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", specs[m].name, threads,
+                    batch, isnan(x.nstar) ? x.verdict : v[0], bracket, mem_c >= 0 ? v[7] : "none",
+                    mem_t >= 0 ? v[8] : "none", trust);
         }
     }
     lm_key_set_free(&seen);

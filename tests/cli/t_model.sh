@@ -155,3 +155,28 @@ PY
   expect_text err "other.csv: not a models table of this build"
   [ "$(cat "$WORK/other.csv")" = "$(printf 'a,b\n1,2')" ]
 }
+
+test_a_crossover_over_disturbed_rows_is_not_a_finding() {
+  # the tiny run's rows, one of the hybrid's marked disturbed; a --resume run keeps every row
+  # and recomputes the crossover from them: it says the rows behind it are not findings
+  expect_exit 0 tiny_run
+  "$PYTHON" - "$WORK/m.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+for r in rows:
+    r["disturbed"] = "1" if r["model"] == "tiny-hybrid" and r["n_ctx"] == "64" else "0"
+    r["stream_frac"] = "0.5"
+with open(sys.argv[1], "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+PY
+  expect_exit 0 tiny_run --resume
+  expect_text err "[1/4] tiny-attn ctx 64 batch 1 threads 1: kept (--resume)"
+  expect_text out "| not a finding: 1 of 4 rows busy, unsteady or over the stream |"
+  "$PYTHON" - "$WORK/x.csv" <<'PY'
+import csv, sys
+x = list(csv.DictReader(open(sys.argv[1])))
+assert len(x) == 1 and x[0]["trust"] == "not_a_finding", x
+PY
+}
