@@ -19,8 +19,9 @@
 typedef struct model_options {
     const char *presets, *models[MODEL_MAX];
     size_t model_files;
-    const char *ctx, *batch, *threads, *cache, *weights, *out, *cross_out, *baseline;
+    const char *ctx, *batch, *threads, *cache, *weights, *out, *cross_out, *baseline, *shard;
     int reps;
+    int shard_k, shard_n; /* this run measures configurations i with i % n == k - 1 */
     bool resume, list, dry_run;
 } model_options;
 
@@ -30,7 +31,7 @@ static void usage(FILE *out)
         "usage: longmix model [--preset NAME[,NAME...]] [--model FILE]... [--ctx LIST]\n"
         "                     [--batch LIST] [--threads LIST] [--cache DTYPE] [--weights DTYPE]\n"
         "                     [--reps N] [--baseline NAME] [--out FILE] [--crossover-out FILE]\n"
-        "                     [--resume] [--list] [--dry-run]\n\n"
+        "                     [--resume] [--shard K/N] [--list] [--dry-run]\n\n"
         "Whole-model decode on this CPU: each layer kind (mixer, MLP, LM head) is built at full\n"
         "size from synthetic weights, measured over enough copies to stream from memory, and\n"
         "multiplied by its count in the model (docs/models.md says what is measured, what counted).\n\n"
@@ -47,6 +48,11 @@ static void usage(FILE *out)
         "  --out        default results/models.csv; --crossover-out default\n"
         "               results/model_crossover.csv\n"
         "  --resume     keep the ok rows of --out and measure only the missing configurations\n"
+        "  --shard K/N  measure configurations i (threads x model x batch x ctx, in that\n"
+        "               order) with i %% N == K-1, into --out; no crossovers (a shard holds a\n"
+        "               part): join the shards with longmix merge, then run the same command\n"
+        "               with --resume --out MERGED.csv for the table and the crossovers\n"
+        "               (scripts/slurm/submit.sh does both)\n"
         "  --list       the presets with their parameters and sizes\n"
         "  --dry-run    the plan and its memory, nothing measured or written\n\n"
         "A configuration whose measurement does not fit in the available memory is refused\n"
@@ -64,7 +70,7 @@ static int parse_args(int argc, char **argv, model_options *o)
     *o = (model_options){.ctx = "1k,4k,16k,64k", .batch = "1", .threads = "auto",
                          .cache = "bf16", .weights = "bf16", .out = "results/models.csv",
                          .cross_out = "results/model_crossover.csv", .baseline = "llama3-8b",
-                         .reps = 5};
+                         .reps = 5, .shard_k = 1, .shard_n = 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char **value = NULL;
@@ -91,6 +97,7 @@ static int parse_args(int argc, char **argv, model_options *o)
         else if (strcmp(a, "--out") == 0) value = &o->out;
         else if (strcmp(a, "--crossover-out") == 0) value = &o->cross_out;
         else if (strcmp(a, "--baseline") == 0) value = &o->baseline;
+        else if (strcmp(a, "--shard") == 0) value = &o->shard;
         else if (strcmp(a, "--reps") == 0) value = &reps;
         else if (strcmp(a, "--model") == 0) {
             if (o->model_files == MODEL_MAX)
@@ -115,6 +122,9 @@ static int parse_args(int argc, char **argv, model_options *o)
             o->reps = (int)r;
         }
     }
+    lm_error e;
+    if (o->shard != NULL && lm_parse_shard(o->shard, &o->shard_k, &o->shard_n, &e) != LM_OK)
+        return usage_error(e.message);
     return 0;
 }
 
@@ -347,6 +357,42 @@ static lm_status measure_model(const lm_model_spec *s, const grid *g, long ctx, 
 
 /* ---- the command ---------------------------------------------------------------------- */
 
+/* The configuration at threads t, model m, batch b, ctx c: its index in the whole grid (what
+ * --shard K/N splits) and its key in the table. */
+static size_t config_index(const grid *g, size_t count, size_t t, size_t m, size_t b, size_t c)
+{
+    return ((t * count + m) * g->batch_count + b) * g->ctx_count + c;
+}
+
+static lm_model_key config_key(const lm_model_spec *specs, const grid *g, const lm_ops *ops,
+                               size_t t, size_t m, size_t b, size_t c)
+{
+    return (lm_model_key){specs[m].name, lm_isa_name(ops->isa), (int)g->threads[t],
+                          g->cache.name, lm_weight_dtype_name(g->weights), g->ctx[c],
+                          g->batch[b]};
+}
+
+/* Configurations of this shard at thread count t (all of them when t is SIZE_MAX), and of
+ * those the ones the table does not hold yet (to measure). */
+static void shard_counts(const model_options *o, const lm_model_table *table,
+                         const lm_model_spec *specs, size_t count, const grid *g,
+                         const lm_ops *ops, size_t only_t, size_t *in_shard, size_t *to_measure)
+{
+    *in_shard = *to_measure = 0;
+    for (size_t t = 0; t < g->thread_count; t++)
+        for (size_t m = 0; m < count; m++)
+            for (size_t b = 0; b < g->batch_count; b++)
+                for (size_t c = 0; c < g->ctx_count; c++) {
+                    if ((only_t != SIZE_MAX && t != only_t) ||
+                        !lm_shard_selects(config_index(g, count, t, m, b, c), o->shard_k,
+                                          o->shard_n))
+                        continue;
+                    (*in_shard)++;
+                    lm_model_key key = config_key(specs, g, ops, t, m, b, c);
+                    *to_measure += !lm_model_table_has(table, &key);
+                }
+}
+
 static int run_grid(const model_options *o, const lm_model_spec *specs, size_t count,
                     const grid *g, const lm_machine_meta *meta, uint64_t llc)
 {
@@ -359,26 +405,35 @@ static int run_grid(const model_options *o, const lm_model_spec *specs, size_t c
     const lm_ops *ops = lm_ops_active();
     lm_busy_watch watch;
     lm_busy_watch_start(&watch, "model");
-    size_t total = count * g->ctx_count * g->batch_count * g->thread_count, done = 0;
+    size_t total, measure, done = 0;
+    shard_counts(o, &table, specs, count, g, ops, SIZE_MAX, &total, &measure);
+    if (o->shard_n > 1)
+        fprintf(stderr, "longmix model: shard %d/%d: %zu of the %zu configurations\n", o->shard_k,
+                o->shard_n, total, count * g->ctx_count * g->batch_count * g->thread_count);
     int rc = LM_EXIT_OK;
     for (size_t t = 0; t < g->thread_count && rc == LM_EXIT_OK; t++) {
+        size_t in_block, measure_block;
+        shard_counts(o, &table, specs, count, g, ops, t, &in_block, &measure_block);
         omp_set_num_threads((int)g->threads[t]);
         double stream = 0.0, stream_bytes = 0.0;
-        if (lm_model_stream(ops, llc, 3, &stream, &stream_bytes, &e) != LM_OK) {
+        /* nothing to measure at this thread count (kept, or in other shards): no stream */
+        if (measure_block > 0 && lm_model_stream(ops, llc, 3, &stream, &stream_bytes, &e) != LM_OK) {
             fprintf(stderr, "longmix model: %s\n", e.message);
             rc = LM_EXIT_USAGE;
             break;
         }
-        fprintf(stderr, "longmix model: threads %ld: read-only stream %.1f GB/s over %.0f MiB\n",
-                g->threads[t], stream, stream_bytes / 1048576.0);
+        if (measure_block > 0)
+            fprintf(stderr, "longmix model: threads %ld: read-only stream %.1f GB/s over %.0f MiB\n",
+                    g->threads[t], stream, stream_bytes / 1048576.0);
         for (size_t m = 0; m < count && rc == LM_EXIT_OK; m++)
             for (size_t b = 0; b < g->batch_count && rc == LM_EXIT_OK; b++) {
                 model_memo memo;
                 memset(&memo, 0, sizeof memo);
                 for (size_t c = 0; c < g->ctx_count && rc == LM_EXIT_OK; c++) {
-                    lm_model_key key = {specs[m].name, lm_isa_name(ops->isa), (int)g->threads[t],
-                                        g->cache.name, lm_weight_dtype_name(g->weights),
-                                        g->ctx[c], g->batch[b]};
+                    lm_model_key key = config_key(specs, g, ops, t, m, b, c);
+                    if (!lm_shard_selects(config_index(g, count, t, m, b, c), o->shard_k,
+                                          o->shard_n))
+                        continue;
                     done++;
                     if (lm_model_table_has(&table, &key)) {
                         fprintf(stderr, "[%zu/%zu] %s ctx %ld batch %ld threads %ld: kept (--resume)\n",
@@ -409,7 +464,14 @@ static int run_grid(const model_options *o, const lm_model_spec *specs, size_t c
             }
     }
     lm_busy_watch_finish(&watch, o->out);
-    if (rc == LM_EXIT_OK) {
+    if (rc == LM_EXIT_OK)
+        fprintf(stderr, "longmix model: %zu configurations measured, %zu kept from %s\n",
+                measure, total - measure, o->out);
+    if (rc == LM_EXIT_OK && o->shard_n > 1) {
+        fprintf(stderr, "longmix model: shard %d/%d written to %s; no crossovers from a part: "
+                        "merge the shards, then run the same command with --resume --out "
+                        "MERGED.csv\n", o->shard_k, o->shard_n, o->out);
+    } else if (rc == LM_EXIT_OK) {
         lm_model_table_markdown(&table, stdout);
         rc = lm_model_crossover_write(&table, specs, count, o->baseline, g->weights, &g->cache,
                                       o->cross_out, meta, stdout, &e) == LM_OK

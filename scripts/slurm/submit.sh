@@ -6,8 +6,8 @@
 # Submits an array of N tasks (scripts/slurm/shard.sbatch): task K runs
 #   longmix SUBCOMMAND ARGS... --shard K/N --out DIR/shards/SUBCOMMAND-K-of-N.csv
 # and a job that starts after every task succeeded (scripts/slurm/merge.sbatch): it joins
-# the shards into DIR/SUBCOMMAND.csv with longmix merge, writes DIR/info.json and builds
-# DIR/report.md with scripts/report.py. Logs go to DIR/logs/.
+# the shards into DIR/SUBCOMMAND.csv (DIR/models.csv for model) with longmix merge, writes
+# DIR/info.json and builds DIR/report.md with scripts/report.py. Logs go to DIR/logs/.
 #
 # options:
 #   --shards N       number of array tasks (shards), N >= 1
@@ -23,8 +23,8 @@
 #   --longmix PATH   the longmix binary the tasks run (default: $LONGMIX or build/longmix
 #                    of this checkout); it must be reachable from the compute nodes
 #   --dry-run        print the sbatch commands, submit nothing
-# SUBCOMMAND must accept --shard and --resume (longmix sweep and crossover do; the merge job
-# of a crossover also computes its crossovers from the merged rows). A fresh submission into
+# SUBCOMMAND must accept --shard and --resume (longmix sweep, crossover and model do; the
+# merge job of a crossover or model run also computes its crossovers from the merged rows). A fresh submission into
 # a DIR that already holds shard files is refused (pass --resume or choose another DIR).
 # Exit: 0 submitted, 2 bad usage. Prints "ARRAY_JOB_ID MERGE_JOB_ID" on stdout ("-" for no
 # array; what it did on stderr); watch them with squeue.
@@ -71,7 +71,7 @@ done
 longmix=$(cd "$(dirname "$longmix")" && pwd)/$(basename "$longmix")
 help=$("$longmix" "$sub" --help 2>&1) || die "'longmix $sub --help' failed: is '$sub' a longmix command?"
 grep -q -- '--shard' <<<"$help" && grep -q -- '--resume' <<<"$help" ||
-  die "longmix $sub has no --shard K/N and --resume, so it cannot be spread over an array (longmix sweep and crossover can)"
+  die "longmix $sub has no --shard K/N and --resume, so it cannot be spread over an array (longmix sweep, crossover and model can)"
 
 mkdir -p "$out/shards" "$out/logs"
 out=$(cd "$out" && pwd)

@@ -180,3 +180,27 @@ x = list(csv.DictReader(open(sys.argv[1])))
 assert len(x) == 1 and x[0]["trust"] == "not_a_finding", x
 PY
 }
+
+test_shards_of_a_model_run_merge_into_the_unsharded_run() {
+  # two shards split the 4 configurations, print no crossover and leave --crossover-out
+  # alone; merged, then --resume on the merged file measures nothing and crosses the rows
+  expect_exit 0 tiny_run --shard 1/2 --out "$WORK/s1.csv"
+  expect_text err "shard 1/2: 2 of the 4 configurations"
+  expect_text err "no crossovers from a part"
+  [ ! -e "$WORK/x.csv" ] || { echo "    a shard wrote the crossover file" >&2; return 1; }
+  expect_exit 0 tiny_run --shard 2/2 --out "$WORK/s2.csv"
+  [ "$(rows_of "$WORK/s1.csv")" -eq 2 ] && [ "$(rows_of "$WORK/s2.csv")" -eq 2 ]
+  expect_exit 0 "$LONGMIX" merge "$WORK/s1.csv" "$WORK/s2.csv" --out "$WORK/m.csv"
+  expect_exit 0 tiny_run --resume
+  expect_text err "0 configurations measured, 4 kept"
+  expect_text out "| tiny-hybrid | 1 | 1 |"
+  [ "$(rows_of "$WORK/x.csv")" -eq 1 ]
+  "$PYTHON" - "$WORK/m.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+keys = sorted((r["model"], r["n_ctx"]) for r in rows)
+assert keys == [("tiny-attn", "1024"), ("tiny-attn", "64"), ("tiny-hybrid", "1024"), ("tiny-hybrid", "64")], keys
+PY
+  expect_exit 2 tiny_run --shard 3/2
+  expect_text err "--shard must be K/N with 1 <= K <= N, got '3/2'"
+}

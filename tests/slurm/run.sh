@@ -9,7 +9,10 @@
 #     the rest, after which the merged file again equals the unsharded run.
 #  3. A crossover over a 3-task array: the merged rows equal an unsharded run's and the merge
 #     job prints the crossovers from them without measuring again.
-#  4. GNU parallel (parallel --jobs 2) over the same four shards, then longmix merge.
+#  4. A whole-model run (two tiny model files) over a 2-task array: the merged models.csv
+#     equals an unsharded run's, and the merge job writes the table, the model crossover and
+#     the report from the merged rows without measuring again.
+#  5. GNU parallel (parallel --jobs 2) over the same four shards, then longmix merge.
 # Every daemon and file it started is stopped and removed on exit, failure or signal.
 # Needs root and scripts/install-deps.sh --slurm --parallel (make test-slurm runs both).
 set -euo pipefail
@@ -45,7 +48,29 @@ SUBMIT=scripts/slurm/submit.sh
 CROSSOVER=(--threads 1 --isa scalar --heads 2 --kv-heads 1 --head-dim 16 --d-inner 32 --d-state 4
            --d-state-m2 8 --ctx 16,64 --prefill-ctx 16,32 --dtype f32 --reps 1 --no-roofline)
 
+# Six whole-model configurations (two tiny model files, three contexts) of a few ms each.
+MODEL=(--model tests/fixtures/models/tiny-attn.json --model tests/fixtures/models/tiny-hybrid.json
+       --baseline tiny-attn --ctx 64,256,1024 --threads 1 --reps 1)
+
 rows() { [ -f "$1" ] && echo $(($(wc -l <"$1") - 1)) || echo 0; }
+
+# Same model configurations (key columns), status and checksum in A and B (the outputs of
+# synthetic weights: the same on every run), whatever the order.
+same_models() {
+  "$PYTHON" - "$1" "$2" <<'EOF'
+import csv, sys
+KEY = "model isa threads cache weights n_ctx batch".split()
+def load(path):
+    rows = list(csv.DictReader(open(path, newline="")))
+    return {tuple(r[k] for k in KEY): (r["status"], r["checksum"]) for r in rows}, len(rows)
+(a, na), (b, nb) = load(sys.argv[1]), load(sys.argv[2])
+if a != b or na != len(a) or nb != len(b):
+    sys.exit(f"{sys.argv[1]} ({na} rows) and {sys.argv[2]} ({nb} rows) differ: {a} vs {b}")
+if any(s != "ok" for s, _ in a.values()):
+    sys.exit(f"{sys.argv[1]}: a row is not ok")
+print(len(a))
+EOF
+}
 
 # Same configurations (key columns), status and checksum in A and B, whatever the order.
 same_configs() {
@@ -210,6 +235,21 @@ grep -q "0 configurations measured, 12 from" "$tmp/x/logs/merge.out" ||
 [ "$(rows "$tmp/x/crossover_summary.csv")" -eq 5 ] && [ "$(grep -c '^- .*On this CPU, ' "$tmp/x/crossover.md")" -eq 5 ] ||
   fail "crossover_summary.csv or crossover.md lacks the 5 crossovers"
 ok "3 crossover shards merged = the unsharded run ($n configurations); 5 crossovers from the merged rows, none measured again"
+
+step "a whole-model run over a 2-task array: the merge job writes the table and crossovers"
+"$LONGMIX" model "${MODEL[@]}" --out "$tmp/mref.csv" --crossover-out "$tmp/mref_x.csv" \
+  >/dev/null 2>"$tmp/mref.log" || { cat "$tmp/mref.log" >&2; fail "the unsharded model run failed"; }
+read -r array merge < <("$SUBMIT" --shards 2 --out "$tmp/m" --sbatch --time=10 -- model "${MODEL[@]}")
+wait_job "$array" 180
+wait_job "$merge" 120
+[ "$(job_states "$merge")" = COMPLETED ] || { cat "$tmp"/m/logs/* >&2; fail "model merge job: $(job_states "$merge")"; }
+n=$(same_models "$tmp/m/models.csv" "$tmp/mref.csv") || fail "the merged model rows differ from the unsharded run"
+grep -q "0 configurations measured, 6 kept" "$tmp/m/logs/merge.out" ||
+  fail "the merge job measured again: $(cat "$tmp/m/logs/merge.out")"
+[ "$(rows "$tmp/m/model_crossover.csv")" -eq 1 ] && grep -q "| tiny-hybrid | 1 | 1 |" "$tmp/m/models.md" ||
+  fail "model_crossover.csv or models.md lacks the tiny-hybrid crossover"
+grep -q "| tiny-hybrid | tiny-attn | 1 | 1 |" "$tmp/m/report.md" || fail "report.md lacks the model crossover"
+ok "2 model shards merged = the unsharded run ($n configurations); table, crossover and report from the merged rows"
 
 step "GNU parallel on this machine"
 mkdir -p "$tmp/c/shards"
