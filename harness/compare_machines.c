@@ -1,7 +1,7 @@
 /* longmix compare-machines: the results folders of several machines side by side, one
  * table per question: each machine's roofline, each kernel's fraction of its own machine's
  * limits, and the crossovers per machine (kernel level from crossover_summary.csv, model
- * level from any other *crossover_summary.csv). Shards of one sweep are joined by merge,
+ * level from model_crossover.csv and any other *crossover_summary.csv). Shards of one sweep are joined by merge,
  * which refuses mixed machines; this command is the act of comparing them. */
 #include "cli.h"
 #include "results.h"
@@ -17,6 +17,9 @@ enum { MAX_MACHINES = 16, MAX_FILES = 64, CELL = 160 };
 typedef struct named_csv {
     char name[256]; /* file name inside the folder */
     lm_csv csv;
+    /* crossover files: the verdict and n* columns ("found", "n_star" in crossover's
+     * summaries; "verdict", "nstar_ctx" in longmix model's model_crossover.csv) */
+    const char *verdict, *nstar;
 } named_csv;
 
 /* One results folder = one machine. */
@@ -25,7 +28,7 @@ typedef struct machine {
     char label[160], host[128], cpu[256], git[128], isa[32], cores[16];
     named_csv files[MAX_FILES]; /* results CSVs (the results header), by name */
     size_t file_count;
-    named_csv summaries[MAX_FILES]; /* *crossover_summary.csv: key columns, found, n_star */
+    named_csv summaries[MAX_FILES]; /* crossover files: key columns, verdict, n* */
     size_t summary_count;
 } machine;
 
@@ -56,8 +59,9 @@ static void usage(FILE *out)
         "  kernels     each configuration's fraction of its own machine's roofline\n"
         "              (roofline_frac, same-run limits) and its median time\n"
         "  crossovers  measured n* per machine: kernel level (crossover_summary.csv), model\n"
-        "              level (any other *crossover_summary.csv: its columns before 'found'\n"
-        "              are the key, then found and n_star)\n"
+        "              level (model_crossover.csv of longmix model, and any other\n"
+        "              *crossover_summary.csv: the columns before the verdict are the key);\n"
+        "              a crossover over busy or unsteady rows says (not a finding)\n"
         "Rows come from each folder's rows with status ok on the ISA its sweeps mostly ran;\n"
         "the first row of a configuration in file-name order is used, as merge does.\n"
         "  --out FILE  write the Markdown there instead of stdout\n"
@@ -157,7 +161,11 @@ static lm_status add_file(machine *m, const char *name, lm_error *err)
         slot = &m->files[m->file_count++];
     else if (ends_with(name, "crossover_summary.csv") && lm_csv_column(&csv, "found") > 0 &&
              lm_csv_column(&csv, "n_star") >= 0)
-        slot = &m->summaries[m->summary_count++];
+        slot = &m->summaries[m->summary_count++], slot->verdict = "found", slot->nstar = "n_star";
+    else if (ends_with(name, "crossover.csv") && lm_csv_column(&csv, "verdict") > 0 &&
+             lm_csv_column(&csv, "nstar_ctx") >= 0 && lm_csv_column(&csv, "baseline") >= 0)
+        slot = &m->summaries[m->summary_count++], slot->verdict = "verdict",
+        slot->nstar = "nstar_ctx";
     if (slot == NULL) {
         lm_csv_free(&csv);
         return LM_OK;
@@ -597,15 +605,28 @@ static lm_status kernels_table(const comparison *c, table *t, lm_error *err)
 
 /* ---- crossovers ------------------------------------------------------------------------ */
 
-/* The key of summary row r: its columns before "found", less "isa", joined by '|'. */
-static void summary_key(const lm_csv *csv, size_t r, char *out, size_t size)
+/* Whether column col of a crossover file is part of its key: before the verdict, and not
+ * where the row was measured (isa, and the provenance columns of model_crossover.csv). */
+static bool key_column(const named_csv *file, int col)
 {
-    int found = lm_csv_column(csv, "found");
+    static const char *const where[] = {"isa", "run_id", "timestamp", "git_rev", "host",
+                                        "cpu_model"};
+    if (col >= lm_csv_column(&file->csv, file->verdict))
+        return false;
+    for (size_t i = 0; i < sizeof where / sizeof where[0]; i++)
+        if (strcmp(file->csv.header[col], where[i]) == 0)
+            return false;
+    return true;
+}
+
+/* The key of summary row r: its key columns joined by '|'. */
+static void summary_key(const named_csv *file, size_t r, char *out, size_t size)
+{
     int n = 0;
     out[0] = '\0';
-    for (int col = 0; col < found && n >= 0 && (size_t)n < size; col++)
-        if (strcmp(csv->header[col], "isa") != 0)
-            n += snprintf(out + n, size - (size_t)n, "%s%s", n ? "|" : "", csv->cells[r][col]);
+    for (int col = 0; col < (int)file->csv.columns && n >= 0 && (size_t)n < size; col++)
+        if (key_column(file, col))
+            n += snprintf(out + n, size - (size_t)n, "%s%s", n ? "|" : "", file->csv.cells[r][col]);
 }
 
 static const named_csv *summary_named(const machine *m, const char *name)
@@ -624,7 +645,7 @@ static bool find_summary(const machine *m, const named_csv *file, const char *ke
     for (size_t r = 0; r < file->csv.rows; r++) {
         if (isa >= 0 && strcmp(file->csv.cells[r][isa], m->isa) != 0)
             continue;
-        summary_key(&file->csv, r, have, sizeof have);
+        summary_key(file, r, have, sizeof have);
         if (strcmp(have, key) == 0) {
             *row = r;
             return true;
@@ -633,19 +654,31 @@ static bool find_summary(const machine *m, const named_csv *file, const char *ke
     return false;
 }
 
-/* "883", "<= 64", "> 16384" or "no data", from found and n_star. */
-static void format_n_star(const lm_csv *csv, size_t r, char *out, size_t size)
+/* "883", "<= 64", "> 16384" or "no data", from the verdict and n* (crossover: found,
+ * below_grid, above_grid; model: crossed, faster_at_every_ctx at the first common ctx,
+ * slower_at_every_ctx at the last), with " (not a finding)" when the rows behind a model
+ * crossover were busy, unsteady or over the stream. */
+static void format_n_star(const named_csv *file, size_t r, char *out, size_t size)
 {
-    const char *found = cell(csv, r, "found");
-    double n = number(csv, r, "n_star");
-    if (strcmp(found, "found") == 0)
+    const lm_csv *csv = &file->csv;
+    const char *verdict = cell(csv, r, file->verdict);
+    double n = number(csv, r, file->nstar);
+    if (strcmp(verdict, "found") == 0 || strcmp(verdict, "crossed") == 0)
         snprintf(out, size, "%.0f", n);
-    else if (strcmp(found, "below_grid") == 0)
+    else if (strcmp(verdict, "below_grid") == 0)
         snprintf(out, size, "<= %.0f", n);
-    else if (strcmp(found, "above_grid") == 0)
+    else if (strcmp(verdict, "faster_at_every_ctx") == 0)
+        snprintf(out, size, "<= %.0f", number(csv, r, "upper_ctx"));
+    else if (strcmp(verdict, "above_grid") == 0)
         snprintf(out, size, "> %.0f", n);
+    else if (strcmp(verdict, "slower_at_every_ctx") == 0)
+        snprintf(out, size, "> %.0f", number(csv, r, "lower_ctx"));
     else
         snprintf(out, size, "no data");
+    if (strcmp(cell(csv, r, "trust"), "not_a_finding") == 0) {
+        size_t used = strlen(out);
+        snprintf(out + used, size - used, " (not a finding)");
+    }
 }
 
 /* One crossover table for the summary files called `name` (the first machine holding one
@@ -658,9 +691,8 @@ static lm_status crossover_table(const comparison *c, const char *name, table *t
         shape = summary_named(&c->machines[i], name);
     const char *fixed[32];
     size_t fixed_count = 0;
-    int found = lm_csv_column(&shape->csv, "found");
-    for (int col = 0; col < found && fixed_count < 30; col++)
-        if (strcmp(shape->csv.header[col], "isa") != 0)
+    for (int col = 0; col < (int)shape->csv.columns && fixed_count < 30; col++)
+        if (key_column(shape, col))
             fixed[fixed_count++] = shape->csv.header[col];
     snprintf(title, title_size, "%s crossover, measured n* (%s)",
              strstr(name, "model") != NULL ? "Model-level" : "Kernel-level", name);
@@ -672,7 +704,7 @@ static lm_status crossover_table(const comparison *c, const char *name, table *t
     for (size_t i = 0; s == LM_OK && i < c->count; i++) {
         const named_csv *file = summary_named(&c->machines[i], name);
         for (size_t r = 0; s == LM_OK && file != NULL && r < file->csv.rows; r++) {
-            summary_key(&file->csv, r, key, sizeof key);
+            summary_key(file, r, key, sizeof key);
             s = key_list_add(&keys, key, &file->csv, r, err);
         }
     }
@@ -680,14 +712,14 @@ static lm_status crossover_table(const comparison *c, const char *name, table *t
         char cells[32 + MAX_MACHINES][CELL];
         const char *ptr[32 + MAX_MACHINES];
         size_t n = 0;
-        for (int col = 0; col < found && n < fixed_count; col++)
-            if (strcmp(shape->csv.header[col], "isa") != 0)
+        for (int col = 0; col < (int)shape->csv.columns && n < fixed_count; col++)
+            if (key_column(shape, col))
                 snprintf(cells[n++], CELL, "%s", cell(keys.files[k], keys.rows[k], shape->csv.header[col]));
         for (size_t i = 0; i < c->count; i++, n++) {
             const named_csv *file = summary_named(&c->machines[i], name);
             size_t r;
             if (file != NULL && find_summary(&c->machines[i], file, keys.keys[k], &r))
-                format_n_star(&file->csv, r, cells[n], CELL);
+                format_n_star(file, r, cells[n], CELL);
             else
                 snprintf(cells[n], CELL, "-");
         }

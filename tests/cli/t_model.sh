@@ -110,6 +110,8 @@ test_a_configuration_that_does_not_fit_is_refused_before_allocating() {
 
 test_a_tiny_run_writes_tidy_rows_and_crossovers_and_resumes() {
   expect_exit 0 tiny_run --cache int8
+  # the header t_compare_machines.sh writes for its synthetic hosts
+  [ "$(head -1 "$WORK/x.csv")" = "$(sed -n 's/^MODEL_CROSSOVER_HEADER=//p' tests/cli/t_compare_machines.sh)" ]
   expect_text out "| tiny-attn | int8 | bf16 | 1 | 1 | 64 |"
   expect_text out "| tiny-hybrid | int8 | bf16 | 1 | 1 | 1024 |"
   expect_text out "| model vs tiny-attn | threads | batch | decode n* |"
