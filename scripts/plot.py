@@ -772,5 +772,46 @@ def model_decode_vs_context(rows, crossings, path):
     return _save(fig, path)
 
 
+COMPONENTS = [("proj_ms", "projections", BLUE), ("mixing_ms", "mixing", RED),
+              ("mlp_ms", "MLP / MoE", GREEN), ("head_ms", "LM head", ORANGE)]
+
+
+def _nearest_ctx(contexts, want):
+    """The measured context closest to `want` on a log scale."""
+    return min(contexts, key=lambda n: abs(math.log(n) - math.log(want)))
+
+
+def model_components(rows, path, wanted=(4096, 131072)):
+    """Per-token decode time split by component (stacked bars: projections, mixing, MLP,
+    LM head), one bar per model, a panel per context nearest 4 k and 128 k among those
+    measured (batch 1, the largest thread count)."""
+    rows = [r for r in rows if r.get("status") == "ok" and _num(r, "ms_per_token") > 0
+            and int(_num(r, "batch")) == 1]
+    if not rows:
+        return None
+    threads = max(int(_num(r, "threads")) for r in rows)
+    rows = [r for r in rows if int(_num(r, "threads")) == threads]
+    contexts = sorted({int(_num(r, "n_ctx")) for r in rows})
+    panels = sorted({_nearest_ctx(contexts, w) for w in wanted})
+    models = sorted({r["model"] for r in rows})
+    fig, axes = plt.subplots(1, len(panels), figsize=(min(PAGE, 3.2 * len(panels)), 2.4),
+                             squeeze=False, sharex=True, sharey=True)
+    for ax, n in zip(axes[0], panels):
+        at = {r["model"]: r for r in rows if int(_num(r, "n_ctx")) == n}
+        names = models  # one row per model in every panel (empty where not measured)
+        bottom = [0.0] * len(names)
+        for key, label, colour in COMPONENTS:
+            vals = [_num(at[m], key) if m in at else 0.0 for m in names]
+            ax.barh(range(len(names)), vals, left=bottom, color=colour, label=label, height=0.7)
+            bottom = [b + v for b, v in zip(bottom, vals)]
+        if ax is axes[0][0]:  # shared: the models' names once, on the left
+            ax.set_yticks(range(len(names)), names)
+            ax.invert_yaxis()
+        ax.set_xlabel("decode step (ms per token)")
+        ax.set_title(f"context {_tokens(n)}, batch 1, {threads} thread{'s' if threads > 1 else ''}")
+    axes[0][-1].legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=6)
+    return _save(fig, path)
+
+
 if __name__ == "__main__":
     print(__doc__)

@@ -322,6 +322,35 @@ def crossover_trust(c, models):
     return f"not a finding: {bad} of {len(behind)} rows" if bad else "ok"
 
 
+# The kernel-level decode comparison of `longmix crossover` that matches a model's recurrent
+# mixer (its method_b in crossover_summary.csv).
+KERNEL_OF_MIXER = {"mamba1": "Mamba-1 step", "mamba2": "Mamba-2 SSD step"}
+
+
+def model_mixers(name):
+    """The mixer kinds of a preset (models/NAME.json, or $LONGMIX_MODELS), or set()."""
+    folder = os.environ.get("LONGMIX_MODELS") or os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models")
+    try:
+        with open(os.path.join(folder, name + ".json")) as f:
+            return set(json.load(f).get("mixers", []))
+    except (OSError, ValueError):
+        return set()
+
+
+def kernel_nstar(c, summary):
+    """The kernel-level decode n* beside a model crossover: one attention layer against one
+    layer of the model's recurrent mixer, same cache dtype and threads ("1157", "<= 64",
+    "> 16384"), or None when crossover_summary.csv has no such row."""
+    kinds = [KERNEL_OF_MIXER[m] for m in sorted(model_mixers(c["model"])) if m in KERNEL_OF_MIXER]
+    for s in summary:
+        if (s["phase"] == "decode" and s["method_a"] == "attention" and s["method_b"] in kinds
+                and s["dtype"] == c["cache"] and s["threads"] == c["threads"]):
+            n = int(round(num(s, "n_star")))
+            return {"found": str(n), "below_grid": f"<= {n}", "above_grid": f"> {n}"}.get(s["found"])
+    return None
+
+
 def model_section(res):
     """Whole models (longmix model): ms/token at each context, the split by component, the
     model-level crossover, and the ms/token-vs-context figure."""
@@ -357,14 +386,20 @@ def model_section(res):
         crows = [[c["model"], c["baseline"], int(num(c, "threads")), int(num(c, "batch")), c["verdict"],
                   num(c, "nstar_ctx") or None, num(c, "lower_ctx") or None, num(c, "upper_ctx") or None,
                   num(c, "memory_nstar_cache") or None, num(c, "memory_nstar_total") or None,
-                  crossover_trust(c, res.models)]
+                  kernel_nstar(c, res.summary), crossover_trust(c, res.models)]
                  for c in res.model_cross]
         ccols = [Col("model"), Col("vs"), Col("threads", "int"), Col("batch", "int"), Col("verdict"),
                  Col("decode n*", "int"), Col("bracket low", "int"), Col("bracket high", "int"),
-                 Col("memory n* caches", "int"), Col("memory n* with weights", "int"), Col("trust")]
+                 Col("memory n* caches", "int"), Col("memory n* with weights", "int"),
+                 Col("kernel n*"), Col("trust")]
         cnote = ("Decode n*: the context where the model's step becomes faster than the baseline's, "
                  "log-log between the bracketing measured contexts. Memory n*: where the baseline's "
                  "caches for the batch (then caches plus weights) exceed the model's, by arithmetic. "
+                 "Kernel n*: where one attention layer's decode over the same cache dtype becomes "
+                 "slower than one layer of the model's recurrent mixer (longmix crossover, same "
+                 "threads; '-' without that run or for other mixers). The two differ because a "
+                 "whole model's step also reads its weights (projections, MLP, LM head), which "
+                 "the kernel comparison leaves out. "
                  "Trust: ok, or not a finding when any row of the two models at that threads and "
                  "batch is not (the models table's measured column).")
         out += [Table("model_crossover", "Model-level crossover", ccols, crows, cnote, wide=True,
@@ -372,6 +407,13 @@ def model_section(res):
     fig = res.draw(plot.model_decode_vs_context, res.models, res.model_cross,
                    os.path.join(res.dir, "fig_model_decode_vs_context.png"))
     out += figure(fig, "whole-model decode ms/token vs context")
+    fig = res.draw(plot.model_components, res.models,
+                   os.path.join(res.dir, "fig_model_components.png"))
+    if fig:
+        out += ["Where each model's token goes (batch 1, the largest thread count, the measured "
+                "contexts nearest 4 k and 128 k): the MLP and projections read the weights, "
+                "mixing reads the caches and states.", ""]
+        out += figure(fig, "whole-model decode time by component")
     return out
 
 

@@ -110,4 +110,29 @@ PY
   grep '^mamba2-2.7b,llama3-8b,2,' "$WORK/out" | grep -q ',ok$'
   expect_exit 0 "$PYTHON" scripts/report.py "$WORK/m"
   grep -qF -- "- **Not all rows are findings**: 4 of 24 model rows" "$WORK/m/report.md"
+  # the stacked component bars, drawn in three formats
+  [ -s "$WORK/m/fig_model_components.png" ] && [ -s "$WORK/m/fig_model_components.pdf" ] &&
+    [ -s "$WORK/m/fig_model_components.svg" ]
+  grep -qF "![whole-model decode time by component](fig_model_components.png)" "$WORK/m/report.md"
+}
+
+test_report_puts_the_kernel_nstar_beside_the_model_nstar() {
+  # with crossover_summary.csv beside the model files, each Mamba-2 crossover gets the kernel
+  # n* of attention vs the SSD step at its cache dtype (bf16) and threads; mistral (window
+  # attention, no recurrent mixer) gets none
+  mkdir -p "$WORK/m"
+  cp results/examples/model/models.csv results/examples/model/model_crossover.csv "$WORK/m/"
+  "$PYTHON" - "$WORK/m/crossover_summary.csv" <<'PY'
+import sys
+open(sys.argv[1], "w").write(
+    "phase,method_a,method_b,dtype,isa,threads,found,n_star,lo_n,lo_a_s,lo_b_s,hi_n,memory_n,flop_n\n"
+    "decode,attention,Mamba-2 SSD step,bf16,avx512,1,found,2867.62,2048,1,1,4096,528,40\n"
+    "decode,attention,Mamba-2 SSD step,f16,avx512,1,found,3030.25,2048,1,1,4096,528,40\n"
+    "decode,attention,Mamba-2 SSD step,bf16,avx512,2,above_grid,16384,16384,1,1,0,528,40\n")
+PY
+  expect_exit 0 "$PYTHON" scripts/report.py "$WORK/m" --format csv --table model_crossover
+  grep '^mamba2-2.7b,llama3-8b,1,1,' "$WORK/out" | grep -q ',2868,ok$'
+  grep '^mamba2-2.7b,llama3-8b,2,1,' "$WORK/out" | grep -q ',> 16384,ok$'
+  grep '^mistral-7b,llama3-8b,1,1,' "$WORK/out" | grep -q ',,ok$'
+  head -1 "$WORK/out" | grep -q ',kernel n\*,trust$'
 }
