@@ -1,18 +1,11 @@
 /* One decode step of each unit (model_unit.h): the order of operations of the real layer,
  * timed by component. Activations are rows {batch, width}. */
 #include "model_unit_impl.h"
+#include "try.h"
 
 #include <math.h>
 #include <omp.h>
 #include <string.h>
-
-
-#define TRY(x)                                                                                 \
-    do {                                                                                       \
-        lm_status s_ = (x);                                                                    \
-        if (s_ != LM_OK)                                                                       \
-            return s_;                                                                         \
-    } while (0)
 
 /* dst {B, w} = columns [c0, c0 + w) of src {B, ld} */
 static void take_cols(const float *src, size_t ld, size_t c0, size_t w, size_t B, float *dst)
