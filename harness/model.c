@@ -220,6 +220,20 @@ static int build_grid(const model_options *o, grid *g, int cores)
     return 0;
 }
 
+/* Sets c's role and kind; when that unit's allocation exceeds *most, it becomes *most and
+ * name (the unit's kind) becomes *which. */
+static void raise_alloc(lm_unit_config *c, lm_unit_role role, int kind, const char *name,
+                        uint64_t llc, double *most, const char **which)
+{
+    c->role = role;
+    c->kind = kind;
+    double a = lm_model_unit_alloc(c, llc);
+    if (a > *most) {
+        *most = a;
+        *which = name;
+    }
+}
+
 /* The largest allocation the measurement of (spec, ctx, batch) makes: its largest unit's
  * copies. *which names that unit. */
 static double plan_alloc(const lm_model_spec *s, const grid *g, long ctx, long batch,
@@ -232,24 +246,12 @@ static double plan_alloc(const lm_model_spec *s, const grid *g, long ctx, long b
     c.role = LM_UNIT_HEAD;
     double most = lm_model_unit_alloc(&c, llc);
     *which = "LM head";
-    for (int k = 0; k < LM_MIXER_COUNT; k++) {
-        c.role = LM_UNIT_MIXER;
-        c.kind = k;
-        double a = mixers[k] > 0 ? lm_model_unit_alloc(&c, llc) : 0.0;
-        if (a > most) {
-            most = a;
-            *which = lm_mixer_name((lm_mixer_kind)k);
-        }
-    }
-    for (int k = 1; k < LM_MLP_COUNT; k++) {
-        c.role = LM_UNIT_MLP;
-        c.kind = k;
-        double a = mlps[k] > 0 ? lm_model_unit_alloc(&c, llc) : 0.0;
-        if (a > most) {
-            most = a;
-            *which = lm_mlp_name((lm_mlp_kind)k);
-        }
-    }
+    for (int k = 0; k < LM_MIXER_COUNT; k++)
+        if (mixers[k] > 0)
+            raise_alloc(&c, LM_UNIT_MIXER, k, lm_mixer_name((lm_mixer_kind)k), llc, &most, which);
+    for (int k = 1; k < LM_MLP_COUNT; k++)
+        if (mlps[k] > 0)
+            raise_alloc(&c, LM_UNIT_MLP, k, lm_mlp_name((lm_mlp_kind)k), llc, &most, which);
     return most;
 }
 

@@ -3,6 +3,7 @@
  * default). The sections a model needs are those its mixer and MLP patterns name. */
 #include "model_spec.h"
 #include "files.h"
+#include "try.h"
 
 #include <dirent.h>
 #include <stdint.h>
@@ -136,13 +137,6 @@ static lm_status pattern_field(const reader *r, const json_t *root, const char *
 }
 
 /* ---- sections ----------------------------------------------------------------------- */
-
-#define TRY(x)                                                                                 \
-    do {                                                                                       \
-        lm_status s_ = (x);                                                                    \
-        if (s_ != LM_OK)                                                                       \
-            return s_;                                                                         \
-    } while (0)
 
 static bool uses_mixer(const lm_model_spec *s, lm_mixer_kind kind)
 {

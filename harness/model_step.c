@@ -1,18 +1,11 @@
 /* One decode step of each unit (model_unit.h): the order of operations of the real layer,
  * timed by component. Activations are rows {batch, width}. */
 #include "model_unit_impl.h"
+#include "try.h"
 
 #include <math.h>
 #include <omp.h>
 #include <string.h>
-
-
-#define TRY(x)                                                                                 \
-    do {                                                                                       \
-        lm_status s_ = (x);                                                                    \
-        if (s_ != LM_OK)                                                                       \
-            return s_;                                                                         \
-    } while (0)
 
 /* dst {B, w} = columns [c0, c0 + w) of src {B, ld} */
 static void take_cols(const float *src, size_t ld, size_t c0, size_t w, size_t B, float *dst)
@@ -34,6 +27,30 @@ static double lap(double *t)
     return d;
 }
 
+/* Starts a mixer step: h = rmsnorm(x) {B, d} into buf[0] (eps as the layer's), then
+ * buf[1 + i] = dense[i](h) for each i < in_count, the layer's input projections. */
+static lm_status mixer_in(lm_unit *u, const float *x, float eps, size_t in_count, lm_error *err)
+{
+    size_t B = u->batch;
+    lm_rmsnorm_f32(x, NULL, B, (size_t)u->cfg.spec->d_model, eps, u->buf[0]);
+    for (size_t i = 0; i < in_count; i++)
+        TRY(lm_dense_apply(&u->dense[i], u->buf[0], B, u->buf[1 + i], u->cfg.ops, err));
+    return LM_OK;
+}
+
+/* Ends a mixer step: the time since *t is mixing; then x {B, d} += out(o) through the
+ * scratch row buffer tmp {B, d}, and that time is projection. */
+static lm_status mixer_out(lm_unit *u, const lm_dense *out, const float *o, float *tmp,
+                           float *x, double *t, double *sec, lm_error *err)
+{
+    size_t B = u->batch;
+    sec[LM_COMP_MIXING] += lap(t);
+    TRY(lm_dense_apply(out, o, B, tmp, u->cfg.ops, err));
+    add_into(x, tmp, B * (size_t)u->cfg.spec->d_model);
+    sec[LM_COMP_PROJ] += lap(t);
+    return LM_OK;
+}
+
 static lm_status conv_step(lm_unit *u, const float *x, size_t ch, size_t K, float *y, lm_error *err)
 {
     lm_conv_causal_f32 p = {.batch = u->batch, .length = 1, .channels = ch, .width = K, .x = x,
@@ -46,14 +63,11 @@ static lm_status step_attention(lm_unit *u, float *x, double *sec, lm_error *err
 {
     const lm_model_spec *s = u->cfg.spec;
     const lm_ops *ops = u->cfg.ops;
-    size_t B = u->batch, d = (size_t)s->d_model, H = (size_t)s->attention.heads;
+    size_t B = u->batch, H = (size_t)s->attention.heads;
     size_t KV = (size_t)s->attention.kv_heads, hd = (size_t)s->attention.head_dim;
     float **f = u->buf; /* h q k v o out [gate] */
     double t = omp_get_wtime();
-    lm_rmsnorm_f32(x, NULL, B, d, 1e-5f, f[0]);
-    TRY(lm_dense_apply(&u->dense[0], f[0], B, f[1], ops, err));
-    TRY(lm_dense_apply(&u->dense[1], f[0], B, f[2], ops, err));
-    TRY(lm_dense_apply(&u->dense[2], f[0], B, f[3], ops, err));
+    TRY(mixer_in(u, x, 1e-5f, 3, err));
     if (s->attention.q_gate)
         TRY(lm_dense_apply(&u->dense[4], f[0], B, f[6], ops, err));
     sec[LM_COMP_PROJ] += lap(&t);
@@ -69,49 +83,37 @@ static lm_status step_attention(lm_unit *u, float *x, double *sec, lm_error *err
     if (s->attention.q_gate) /* o *= sigmoid(gate) */
         for (size_t i = 0; i < B * H * hd; i++)
             f[4][i] /= 1.0f + expf(-f[6][i]);
-    sec[LM_COMP_MIXING] += lap(&t);
-    TRY(lm_dense_apply(&u->dense[3], f[4], B, f[5], ops, err));
-    add_into(x, f[5], B * d);
-    sec[LM_COMP_PROJ] += lap(&t);
-    return LM_OK;
+    return mixer_out(u, &u->dense[3], f[4], f[5], x, &t, sec, err);
 }
 
 static lm_status step_mla(lm_unit *u, float *x, double *sec, lm_error *err)
 {
     const lm_model_spec *s = u->cfg.spec;
-    const lm_ops *ops = u->cfg.ops;
-    size_t B = u->batch, d = (size_t)s->d_model, H = (size_t)s->mla.heads;
+    size_t B = u->batch, H = (size_t)s->mla.heads;
     size_t R = (size_t)s->mla.rope, NO = (size_t)s->mla.nope, V = (size_t)s->mla.v_dim;
     size_t row = (size_t)(s->mla.latent + s->mla.rope);
     lm_mla_shape shape = {H, (size_t)s->mla.latent, R, NO, V};
     float **f = u->buf; /* h q ckv_new o out */
     double t = omp_get_wtime();
-    lm_rmsnorm_f32(x, NULL, B, d, 1e-6f, f[0]);
-    TRY(lm_dense_apply(&u->dense[0], f[0], B, f[1], ops, err));
-    TRY(lm_dense_apply(&u->dense[1], f[0], B, f[2], ops, err));
+    TRY(mixer_in(u, x, 1e-6f, 2, err));
     lm_rmsnorm_f32(f[2], NULL, B, (size_t)s->mla.latent, 1e-6f, f[2]); /* kv_a_layernorm */
     sec[LM_COMP_PROJ] += lap(&t);
     for (size_t b = 0; b < B; b++)
         TRY(lm_mla_attend_absorbed(&shape, f[1] + b * H * (NO + R), u->ckv + b * u->held * row,
-                                   u->w_uk, u->w_uv, 1, u->held, false, f[3] + b * H * V, ops,
-                                   err));
-    sec[LM_COMP_MIXING] += lap(&t);
-    TRY(lm_dense_apply(&u->dense[2], f[3], B, f[4], ops, err));
-    add_into(x, f[4], B * d);
-    sec[LM_COMP_PROJ] += lap(&t);
-    return LM_OK;
+                                   u->w_uk, u->w_uv, 1, u->held, false, f[3] + b * H * V,
+                                   u->cfg.ops, err));
+    return mixer_out(u, &u->dense[2], f[3], f[4], x, &t, sec, err);
 }
 
 static lm_status step_mamba1(lm_unit *u, float *x, double *sec, lm_error *err)
 {
     const lm_model_spec *s = u->cfg.spec;
     const lm_ops *ops = u->cfg.ops;
-    size_t B = u->batch, d = (size_t)s->d_model, Di = (size_t)s->mamba1.d_inner;
+    size_t B = u->batch, Di = (size_t)s->mamba1.d_inner;
     size_t N = (size_t)s->mamba1.d_state, R = (size_t)s->mamba1.dt_rank;
     float **f = u->buf; /* h xz xs(z) xc dbc dtlow dt bmat cmat y */
     double t = omp_get_wtime();
-    lm_rmsnorm_f32(x, NULL, B, d, 1e-5f, f[0]);
-    TRY(lm_dense_apply(&u->dense[0], f[0], B, f[1], ops, err));
+    TRY(mixer_in(u, x, 1e-5f, 1, err));
     sec[LM_COMP_PROJ] += lap(&t);
     take_cols(f[1], 2 * Di, 0, Di, B, f[9]);  /* x into y's buffer for the conv input */
     take_cols(f[1], 2 * Di, Di, Di, B, f[2]); /* z */
@@ -124,25 +126,19 @@ static lm_status step_mamba1(lm_unit *u, float *x, double *sec, lm_error *err)
     TRY(lm_dense_apply(&u->dense[2], f[5], B, f[6], ops, err));
     sec[LM_COMP_PROJ] += lap(&t);
     TRY(lm_ssm_mamba1_decode_checked_f32(&u->m1, ops, err)); /* y = scan(xc) * silu(z) */
-    sec[LM_COMP_MIXING] += lap(&t);
-    TRY(lm_dense_apply(&u->dense[3], f[9], B, f[0], ops, err));
-    add_into(x, f[0], B * d);
-    sec[LM_COMP_PROJ] += lap(&t);
-    return LM_OK;
+    return mixer_out(u, &u->dense[3], f[9], f[0], x, &t, sec, err);
 }
 
 static lm_status step_mamba2(lm_unit *u, float *x, double *sec, lm_error *err)
 {
     const lm_model_spec *s = u->cfg.spec;
-    const lm_ops *ops = u->cfg.ops;
-    size_t B = u->batch, d = (size_t)s->d_model, Di = (size_t)s->mamba2.d_inner;
+    size_t B = u->batch, Di = (size_t)s->mamba2.d_inner;
     size_t N = (size_t)s->mamba2.d_state, G = (size_t)s->mamba2.groups;
     size_t P = (size_t)s->mamba2.head_dim, H = Di / P, ch = Di + 2 * G * N;
     size_t in_w = 2 * Di + 2 * G * N + H;
     float **f = u->buf; /* h zxbcdt xbc xbc_conv x bmat cmat dt y z */
     double t = omp_get_wtime();
-    lm_rmsnorm_f32(x, NULL, B, d, 1e-5f, f[0]);
-    TRY(lm_dense_apply(&u->dense[0], f[0], B, f[1], ops, err));
+    TRY(mixer_in(u, x, 1e-5f, 1, err));
     sec[LM_COMP_PROJ] += lap(&t);
     take_cols(f[1], in_w, 0, Di, B, f[9]);
     take_cols(f[1], in_w, Di, ch, B, f[2]);
@@ -155,31 +151,24 @@ static lm_status step_mamba2(lm_unit *u, float *x, double *sec, lm_error *err)
                         .state = N, .x = f[4], .dt_raw = f[7], .dt_bias = u->bias, .a = u->a,
                         .b = f[5], .c = f[6], .skip = u->skip, .h0 = u->state, .y = f[8],
                         .h_final = u->state};
-    TRY(lm_ssm_ssd_decode_f32(&p, ops, err));
+    TRY(lm_ssm_ssd_decode_f32(&p, u->cfg.ops, err));
     lm_silu_f32(f[9], B * Di); /* gated RMSNorm: norm(y * silu(z)) */
     for (size_t i = 0; i < B * Di; i++)
         f[8][i] *= f[9][i];
     lm_rmsnorm_f32(f[8], NULL, B, Di, 1e-5f, f[8]);
-    sec[LM_COMP_MIXING] += lap(&t);
-    TRY(lm_dense_apply(&u->dense[1], f[8], B, f[0], ops, err));
-    add_into(x, f[0], B * d);
-    sec[LM_COMP_PROJ] += lap(&t);
-    return LM_OK;
+    return mixer_out(u, &u->dense[1], f[8], f[0], x, &t, sec, err);
 }
 
 static lm_status step_delta(lm_unit *u, float *x, double *sec, lm_error *err)
 {
     const lm_model_spec *s = u->cfg.spec;
-    const lm_ops *ops = u->cfg.ops;
-    size_t B = u->batch, d = (size_t)s->d_model, Hk = (size_t)s->delta.key_heads;
+    size_t B = u->batch, Hk = (size_t)s->delta.key_heads;
     size_t Hv = (size_t)s->delta.value_heads, dk = (size_t)s->delta.key_dim;
     size_t dv = (size_t)s->delta.value_dim, kw = Hk * dk, vw = Hv * dv, ch = 2 * kw + vw;
     size_t rep = Hv / Hk;
     float **f = u->buf; /* h qkvz ba qkv qkv_conv q k v beta+gate y */
     double t = omp_get_wtime();
-    lm_rmsnorm_f32(x, NULL, B, d, 1e-6f, f[0]);
-    TRY(lm_dense_apply(&u->dense[0], f[0], B, f[1], ops, err));
-    TRY(lm_dense_apply(&u->dense[1], f[0], B, f[2], ops, err));
+    TRY(mixer_in(u, x, 1e-6f, 2, err));
     sec[LM_COMP_PROJ] += lap(&t);
     take_cols(f[1], 2 * kw + 2 * vw, 0, ch, B, f[3]);
     TRY(conv_step(u, f[3], ch, (size_t)s->delta.d_conv, f[4], err));
@@ -196,7 +185,7 @@ static lm_status step_delta(lm_unit *u, float *x, double *sec, lm_error *err)
     lm_delta_seq_f32 p = {.heads = B * Hv, .length = 1, .d_key = dk, .d_value = dv, .q = f[5],
                           .k = f[6], .v = f[7], .beta = f[8], .gate = f[8] + B * Hv,
                           .s0 = u->state, .y = f[9], .s_final = u->state};
-    TRY(lm_delta_rule_f32(&p, false, 1, ops, err));
+    TRY(lm_delta_rule_f32(&p, false, 1, u->cfg.ops, err));
     lm_rmsnorm_f32(f[9], NULL, B * Hv, dv, 1e-6f, f[9]); /* per-head norm, gated by silu(z) */
     for (size_t b = 0; b < B; b++) {
         float *z = f[1] + b * (2 * kw + 2 * vw) + ch;
@@ -204,11 +193,7 @@ static lm_status step_delta(lm_unit *u, float *x, double *sec, lm_error *err)
         for (size_t i = 0; i < vw; i++)
             f[9][b * vw + i] *= z[i];
     }
-    sec[LM_COMP_MIXING] += lap(&t);
-    TRY(lm_dense_apply(&u->dense[2], f[9], B, f[0], ops, err));
-    add_into(x, f[0], B * d);
-    sec[LM_COMP_PROJ] += lap(&t);
-    return LM_OK;
+    return mixer_out(u, &u->dense[2], f[9], f[0], x, &t, sec, err);
 }
 
 /* SwiGLU of the first nb rows of h through gate, up, down; adds w * result into acc. */

@@ -15,6 +15,7 @@
 #include "longmix.h"
 #include "contract.h"
 #include "jsonx.h"
+#include "try.h"
 
 #include <limits.h>
 #include <math.h>
@@ -206,13 +207,6 @@ static lm_status release(lm_status status, void *a, void *b, void *c, void *d)
 }
 
 typedef lm_status (*handler_fn)(const json_t *args, outputs *o, lm_error *err);
-
-#define TRY(call)                                                                          \
-    do {                                                                                   \
-        lm_status try_status_ = (call);                                                    \
-        if (try_status_ != LM_OK)                                                          \
-            return try_status_;                                                            \
-    } while (0)
 
 /* ---- 1. the bill ------------------------------------------------------------------------ */
 
