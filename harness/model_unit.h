@@ -55,4 +55,20 @@ void lm_unit_free(lm_unit *u);
  * unchanged and writes logits inside). Adds the seconds of each component to seconds[]. */
 lm_status lm_unit_step(lm_unit *u, float *x, double seconds[LM_COMP_COUNT], lm_error *err);
 
+/* ---- float64 reference (harness/model_ref.c) ------------------------------------------
+ * A shadow of a unit in float64: its weights decoded exactly (lm_dense_weight: what the fast
+ * path multiplies, bf16-rounded or int8 codes times scales), its KV / latent cache and its
+ * recurrent state and convolution tails copied as they are now. Stepping the shadow is one
+ * decode step of the same layer in float64, in the order of model_step.c, with the state
+ * updated in the shadow: stepping unit and shadow side by side compares every step. Mixer
+ * and MLP units (dense and MoE); the LM head has none (LM_ERR_ARG). */
+typedef struct lm_unit_ref lm_unit_ref;
+
+/* Copies u now (call it before stepping u). LM_ERR_NOMEM, LM_ERR_ARG for a head unit. */
+lm_status lm_unit_ref_create(const lm_unit *u, lm_unit_ref **out, lm_error *err);
+void lm_unit_ref_free(lm_unit_ref *r);
+/* One decode step in float64: x {batch, d_model} in and out (the residual stream).
+ * Statuses of the kernel references it calls (LM_ERR_NONFINITE, LM_ERR_DOMAIN, ...). */
+lm_status lm_unit_ref_step(lm_unit_ref *r, double *x, lm_error *err);
+
 #endif
