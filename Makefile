@@ -61,8 +61,16 @@ WARNINGS  := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-pro
 CFLAGS_ALL = -std=c17 $(OPT) -g -fopenmp -fno-plt -fPIC -fno-semantic-interposition \
              -ffp-contract=off -D_POSIX_C_SOURCE=200809L -Ikernels/include $(WARNINGS) $(EXTRA_CFLAGS)
 CXXFLAGS_ALL = -std=c++17 $(OPT) -g -Ikernels/include -Iharness -Wall -Wextra -Werror
-LDLIBS    := -ljansson -lnettle -lsleef -lhwloc -lm -lpthread
-LIB_LDLIBS := -lsleef -lm   # what liblongmix itself needs (with -fopenmp's libgomp)
+# oneDNN (libdnnl): the GEMM of prefill projections (kernels/gemm). The arm64 cross build
+# has no arm64 oneDNN installed, so there the GEMM says LM_ERR_UNSUPPORTED (LM_NO_DNNL).
+ifeq ($(ARCH),aarch64)
+  DNNL_LIBS :=
+  CFLAGS_ALL += -DLM_NO_DNNL
+else
+  DNNL_LIBS := -ldnnl
+endif
+LDLIBS    := -ljansson -lnettle -lsleef -lhwloc $(DNNL_LIBS) -lm -lpthread
+LIB_LDLIBS := -lsleef $(DNNL_LIBS) -lm   # what liblongmix itself needs (with -fopenmp's libgomp)
 ifneq ($(SANITIZER),)
   CFLAGS_ALL += -fsanitize=$(SANITIZER) -fno-omit-frame-pointer -fno-sanitize-recover=all
   LDFLAGS    += -fsanitize=$(SANITIZER)
@@ -133,7 +141,7 @@ ifneq ($(strip $(DEPS_SETS)),)
 endif
 
 .PHONY: all run test check test-unit test-cli test-sanitize test-clang test-neon test-slurm \
-        test-fresh test-rebuild test-tsan fuzz fuzz-targets verify neon bench sweep targets report test-report \
+        test-fresh test-rebuild test-tsan fuzz fuzz-targets verify neon bench gemm-shapes sweep targets report test-report \
         install uninstall test-install plugins clean help FORCE
 .DEFAULT_GOAL := all
 
@@ -311,6 +319,17 @@ bench: $(GBENCH) ## Google Benchmark over every bench-registry kernel -> results
 	@mkdir -p results
 	$(RUNNER) $(GBENCH) --benchmark_out=results/gbench.json --benchmark_out_format=json $(BENCH_ARGS)
 	$(PYTHON) scripts/gbench_csv.py results/gbench.json --out results/gbench.csv
+
+# The prefill GEMM at one projection shape (docs/dependencies.md): oneDNN f32 / bf16, blocked
+# and plain weights, 1..T threads, % of the same run's peak; LM_OPENBLAS=.../libopenblas.so.0
+# adds that library's cblas_sgemm (dlopen: measured, not linked). GEMM_ARGS="M N K REPS T".
+GEMM_SHAPES := $(BUILD)/gemm-shapes
+GEMM_ARGS   ?= 512 14336 4096 3 2
+$(GEMM_SHAPES): $(BUILD)/tools/gemm_shapes.o $(HARNESS_LIB) $(LIB)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS_ALL) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+gemm-shapes: $(GEMM_SHAPES) ## The prefill GEMM at the Llama MLP shape, f32/bf16, 1-2 threads (~1 min; GEMM_ARGS=)
+	$(RUNNER) $(GEMM_SHAPES) $(GEMM_ARGS)
 
 SWEEP_ARGS ?= --preset smoke --threads 1
 sweep: $(BIN) ## A small sweep of every registered kernel -> results/sweep.csv (SWEEP_ARGS=...)

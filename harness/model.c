@@ -7,6 +7,7 @@
 #include "model_table.h"
 #include "omp_wait.h"
 #include "opts.h"
+#include "roofline.h"
 #include "topo.h"
 
 #include <omp.h>
@@ -19,7 +20,8 @@
 typedef struct model_options {
     const char *presets, *models[MODEL_MAX];
     size_t model_files;
-    const char *ctx, *batch, *threads, *cache, *weights, *out, *cross_out, *baseline, *shard;
+    const char *ctx, *prompt, *batch, *threads, *cache, *weights, *out, *cross_out, *baseline;
+    const char *shard;
     int reps;
     int shard_k, shard_n; /* this run measures configurations i with i % n == k - 1 */
     bool resume, list, dry_run;
@@ -29,15 +31,18 @@ static void usage(FILE *out)
 {
     fprintf(out,
         "usage: longmix model [--preset NAME[,NAME...]] [--model FILE]... [--ctx LIST]\n"
-        "                     [--batch LIST] [--threads LIST] [--cache DTYPE] [--weights DTYPE]\n"
+        "                     [--prompt LIST] [--batch LIST] [--threads LIST] [--cache DTYPE] [--weights DTYPE]\n"
         "                     [--reps N] [--baseline NAME] [--out FILE] [--crossover-out FILE]\n"
         "                     [--resume] [--shard K/N] [--list] [--dry-run]\n\n"
-        "Whole-model decode on this CPU: each layer kind (mixer, MLP, LM head) is built at full\n"
+        "Whole-model decode and prefill on this CPU: each layer kind (mixer, MLP, LM head) is built at full\n"
         "size from synthetic weights, measured over enough copies to stream from memory, and\n"
         "multiplied by its count in the model (docs/models.md says what is measured, what counted).\n\n"
         "  --preset     presets from the models/ folder (LONGMIX_MODELS); default: all of them\n"
         "  --model      a model file of your own (schema longmix-model/1), repeatable\n"
-        "  --ctx        tokens in each sequence's cache; default 1k,4k,16k,64k\n"
+        "  --ctx        decode: tokens in each sequence's cache; default 1k,4k,16k,64k (none\n"
+        "               when --prompt is given without --ctx)\n"
+        "  --prompt     prefill: prompt tokens of each sequence, e.g. 512,2k; the time to the\n"
+        "               first token (projections through oneDNN's GEMM; f32 or bf16 weights)\n"
         "  --batch      sequences decoded together; default 1\n"
         "  --threads    default auto (1 and the core count)\n"
         "  --cache      attention cache: f32 f16 bf16 int8 int4 kivi4 kivi2 kivi4g64 kivi2g64;\n"
@@ -48,10 +53,10 @@ static void usage(FILE *out)
         "  --out        default results/models.csv; --crossover-out default\n"
         "               results/model_crossover.csv\n"
         "  --resume     keep the ok rows of --out and measure only the missing configurations\n"
-        "  --shard K/N  measure configurations i (threads x model x batch x ctx, in that\n"
-        "               order) with i %% N == K-1, into --out; no crossovers (a shard holds a\n"
-        "               part): join the shards with longmix merge, then run the same command\n"
-        "               with --resume --out MERGED.csv for the table and the crossovers\n"
+        "  --shard K/N  measure configurations i (threads x model x batch x (ctx, then prompt),\n"
+        "               in that order) with i %% N == K-1, into --out; no crossovers (a shard\n"
+        "               holds a part): join the shards with longmix merge, then run the same\n"
+        "               command with --resume --out MERGED.csv for the table and the crossovers\n"
         "               (scripts/slurm/submit.sh does both)\n"
         "  --list       the presets with their parameters and sizes\n"
         "  --dry-run    the plan and its memory, nothing measured or written\n\n"
@@ -67,7 +72,7 @@ static int usage_error(const char *message)
 
 static int parse_args(int argc, char **argv, model_options *o)
 {
-    *o = (model_options){.ctx = "1k,4k,16k,64k", .batch = "1", .threads = "auto",
+    *o = (model_options){.ctx = NULL, .batch = "1", .threads = "auto",
                          .cache = "bf16", .weights = "bf16", .out = "results/models.csv",
                          .cross_out = "results/model_crossover.csv", .baseline = "llama3-8b",
                          .reps = 5, .shard_k = 1, .shard_n = 1};
@@ -90,6 +95,7 @@ static int parse_args(int argc, char **argv, model_options *o)
         const char *reps = NULL;
         if (strcmp(a, "--preset") == 0) value = &o->presets;
         else if (strcmp(a, "--ctx") == 0) value = &o->ctx;
+        else if (strcmp(a, "--prompt") == 0) value = &o->prompt;
         else if (strcmp(a, "--batch") == 0) value = &o->batch;
         else if (strcmp(a, "--threads") == 0) value = &o->threads;
         else if (strcmp(a, "--cache") == 0) value = &o->cache;
@@ -199,8 +205,8 @@ static int list_models(const lm_model_spec *specs, size_t count, lm_weight_dtype
 /* ---- the grid and its memory -------------------------------------------------------- */
 
 typedef struct grid {
-    long ctx[LM_LIST_MAX], batch[LM_LIST_MAX], threads[LM_LIST_MAX];
-    size_t ctx_count, batch_count, thread_count;
+    long ctx[LM_LIST_MAX], prompt[LM_LIST_MAX], batch[LM_LIST_MAX], threads[LM_LIST_MAX];
+    size_t ctx_count, prompt_count, batch_count, thread_count;
     lm_weight_dtype weights;
     lm_cache_format cache;
 } grid;
@@ -208,7 +214,11 @@ typedef struct grid {
 static int build_grid(const model_options *o, grid *g, int cores)
 {
     lm_error e;
-    if (lm_parse_size_list("--ctx", o->ctx, 1, g->ctx, &g->ctx_count, &e) != LM_OK ||
+    g->ctx_count = g->prompt_count = 0;
+    const char *ctx = o->ctx != NULL ? o->ctx : o->prompt == NULL ? "1k,4k,16k,64k" : NULL;
+    if ((ctx != NULL && lm_parse_size_list("--ctx", ctx, 1, g->ctx, &g->ctx_count, &e) != LM_OK) ||
+        (o->prompt != NULL &&
+         lm_parse_size_list("--prompt", o->prompt, 1, g->prompt, &g->prompt_count, &e) != LM_OK) ||
         lm_parse_size_list("--batch", o->batch, 1, g->batch, &g->batch_count, &e) != LM_OK ||
         lm_parse_thread_list("--threads", o->threads, cores, g->threads, &g->thread_count, &e) != LM_OK ||
         lm_weight_dtype_parse(o->weights, &g->weights, &e) != LM_OK ||
@@ -217,6 +227,9 @@ static int build_grid(const model_options *o, grid *g, int cores)
     for (size_t b = 0; b < g->batch_count; b++)
         if (g->batch[b] > 256)
             return usage_error("--batch values must be at most 256");
+    if (g->prompt_count > 0 && g->weights == LM_WEIGHT_INT8)
+        return usage_error("--prompt needs --weights f32 or bf16: the prefill GEMM (oneDNN) has "
+                           "no int8 path here");
     return 0;
 }
 
@@ -236,13 +249,13 @@ static void raise_alloc(lm_unit_config *c, lm_unit_role role, int kind, const ch
 
 /* The largest allocation the measurement of (spec, ctx, batch) makes: its largest unit's
  * copies. *which names that unit. */
-static double plan_alloc(const lm_model_spec *s, const grid *g, long ctx, long batch,
-                         uint64_t llc, const char **which)
+static double plan_alloc(const lm_model_spec *s, const grid *g, long ctx, long prompt,
+                         long batch, uint64_t llc, const char **which)
 {
     long long mixers[LM_MIXER_COUNT], mlps[LM_MLP_COUNT];
     lm_model_counts(s, mixers, mlps);
     lm_unit_config c = {.spec = s, .weights = g->weights, .cache = g->cache,
-                        .batch = (size_t)batch, .ctx = ctx};
+                        .batch = (size_t)batch, .ctx = ctx, .prompt = prompt};
     c.role = LM_UNIT_HEAD;
     double most = lm_model_unit_alloc(&c, llc);
     *which = "LM head";
@@ -266,7 +279,7 @@ static int check_memory(const lm_model_spec *specs, size_t count, const grid *g,
         for (size_t b = 0; b < g->batch_count; b++)
             for (size_t c = 0; c < g->ctx_count; c++) {
                 const char *which;
-                double need = plan_alloc(&specs[m], g, g->ctx[c], g->batch[b], llc, &which) + stream_bytes;
+                double need = plan_alloc(&specs[m], g, g->ctx[c], 0, g->batch[b], llc, &which) + stream_bytes;
                 lm_model_memory mem;
                 lm_model_memory_at(&specs[m], g->weights, &g->cache, g->ctx[c], &mem);
                 if (print)
@@ -281,6 +294,31 @@ static int check_memory(const lm_model_spec *specs, size_t count, const grid *g,
                             "measurement needs %.2f GiB (the %s layer's copies and caches, and "
                             "the stream array), %.2f GiB is available; nothing was measured\n",
                             specs[m].name, specs[m].path, g->ctx[c], g->batch[b], gib(need),
+                            which, gib(avail));
+                    return LM_EXIT_USAGE;
+                }
+            }
+    for (size_t m = 0; m < count; m++) /* prefill: one instance of each unit, batch x n rows */
+        for (size_t b = 0; b < g->batch_count; b++)
+            for (size_t p = 0; p < g->prompt_count; p++) {
+                if (g->prompt[p] > specs[m].max_context) {
+                    fprintf(stderr, "longmix model: --prompt %ld is past %s's max_context %lld\n",
+                            g->prompt[p], specs[m].name, specs[m].max_context);
+                    return LM_EXIT_USAGE;
+                }
+                const char *which;
+                double need = plan_alloc(&specs[m], g, 0, g->prompt[p], g->batch[b], llc, &which) +
+                              stream_bytes;
+                if (print)
+                    printf("prefill %s, prompt %ld, batch %ld: measurement %.2f GiB (%s)\n",
+                           specs[m].name, g->prompt[p], g->batch[b], gib(need), which);
+                if (need > avail * 0.9) {
+                    fprintf(stderr,
+                            "longmix model: %s (%s) prefill of %ld tokens, batch %ld does not "
+                            "fit: its measurement needs %.2f GiB (the %s layer's weights, "
+                            "packed copy and activations, and the stream array), %.2f GiB is "
+                            "available; nothing was measured\n",
+                            specs[m].name, specs[m].path, g->prompt[p], g->batch[b], gib(need),
                             which, gib(avail));
                     return LM_EXIT_USAGE;
                 }
@@ -357,42 +395,99 @@ static lm_status measure_model(const lm_model_spec *s, const grid *g, long ctx, 
     return LM_OK;
 }
 
+/* The prefill of n tokens for each of `batch` sequences: every unit kind once (one
+ * instance; nothing is reused across prompts, every unit's work depends on n). */
+static lm_status measure_prefill(const lm_model_spec *s, const grid *g, long prompt, long batch,
+                                 const lm_ops *ops, int reps, uint64_t llc, lm_model_decode *out,
+                                 lm_error *err)
+{
+    long long mixers[LM_MIXER_COUNT], mlps[LM_MLP_COUNT];
+    lm_model_counts(s, mixers, mlps);
+    memset(out, 0, sizeof *out);
+    lm_unit_config c = {.spec = s, .weights = g->weights, .cache = g->cache,
+                        .batch = (size_t)batch, .prompt = prompt, .seed = 20261203u, .ops = ops};
+    lm_unit_timing t;
+    for (int k = 0; k < LM_MIXER_COUNT + LM_MLP_COUNT; k++) {
+        bool mixer = k < LM_MIXER_COUNT;
+        int kind = mixer ? k : k - LM_MIXER_COUNT;
+        long long n = mixer ? mixers[kind] : kind == LM_MLP_NONE ? 0 : mlps[kind];
+        if (n == 0)
+            continue;
+        c.role = mixer ? LM_UNIT_MIXER : LM_UNIT_MLP;
+        c.kind = kind;
+        lm_status st = lm_model_measure_unit(&c, reps, llc, &t, err);
+        if (st != LM_OK)
+            return st;
+        lm_model_decode_add(out, &t, (double)n);
+    }
+    c.role = LM_UNIT_HEAD;
+    lm_status st = lm_model_measure_unit(&c, reps, llc, &t, err);
+    if (st != LM_OK)
+        return st;
+    lm_model_decode_add(out, &t, 1.0);
+    lm_model_memory_at(s, g->weights, &g->cache, prompt, &out->memory);
+    return LM_OK;
+}
+
+/* The same run's peak of the prefill GEMMs' dtype on the calling team: bf16 dot products
+ * where the CPU has them (AVX512-BF16), else float32 FMA on the ISA path. */
+static lm_status prefill_peak(lm_weight_dtype w, const lm_ops *ops, int threads, double *gflops,
+                              const char **what, lm_error *err)
+{
+    *what = "f32 FMA";
+    if (w == LM_WEIGHT_BF16 && lm_roofline_peak_dot_bf16(threads, 5, 0.05, gflops, NULL) == LM_OK) {
+        *what = "bf16 dot";
+        return LM_OK;
+    }
+    return lm_roofline_peak(ops->isa, threads, 5, 0.05, gflops, err);
+}
+
 /* ---- the command ---------------------------------------------------------------------- */
 
-/* The configuration at threads t, model m, batch b, ctx c: its index in the whole grid (what
- * --shard K/N splits) and its key in the table. */
-static size_t config_index(const grid *g, size_t count, size_t t, size_t m, size_t b, size_t c)
+/* The configuration at threads t, model m, batch b and point j (a decode context for
+ * j < ctx_count, then a prompt): its index in the whole grid (what --shard K/N splits) and
+ * its key in the table. */
+static size_t config_index(const grid *g, size_t count, size_t t, size_t m, size_t b, size_t j)
 {
-    return ((t * count + m) * g->batch_count + b) * g->ctx_count + c;
+    return ((t * count + m) * g->batch_count + b) * (g->ctx_count + g->prompt_count) + j;
 }
 
 static lm_model_key config_key(const lm_model_spec *specs, const grid *g, const lm_ops *ops,
-                               size_t t, size_t m, size_t b, size_t c)
+                               size_t t, size_t m, size_t b, size_t j)
 {
+    bool prefill = j >= g->ctx_count;
     return (lm_model_key){specs[m].name, lm_isa_name(ops->isa), (int)g->threads[t],
-                          g->cache.name, lm_weight_dtype_name(g->weights), g->ctx[c],
-                          g->batch[b]};
+                          g->cache.name, lm_weight_dtype_name(g->weights),
+                          prefill ? g->prompt[j - g->ctx_count] : g->ctx[j], g->batch[b],
+                          prefill};
 }
 
-/* Configurations of this shard at thread count t (all of them when t is SIZE_MAX), and of
- * those the ones the table does not hold yet (to measure). */
-static void shard_counts(const model_options *o, const lm_model_table *table,
-                         const lm_model_spec *specs, size_t count, const grid *g,
-                         const lm_ops *ops, size_t only_t, size_t *in_shard, size_t *to_measure)
+/* What this shard holds at thread count t (every thread count when t is SIZE_MAX): its
+ * configurations, and of those the decodes and the prefills the table does not hold yet. */
+typedef struct shard_plan {
+    size_t in_shard, decodes, prefills;
+} shard_plan;
+
+static shard_plan shard_counts(const model_options *o, const lm_model_table *table,
+                               const lm_model_spec *specs, size_t count, const grid *g,
+                               const lm_ops *ops, size_t only_t)
 {
-    *in_shard = *to_measure = 0;
+    shard_plan p = {0, 0, 0};
+    size_t points = g->ctx_count + g->prompt_count;
     for (size_t t = 0; t < g->thread_count; t++)
         for (size_t m = 0; m < count; m++)
             for (size_t b = 0; b < g->batch_count; b++)
-                for (size_t c = 0; c < g->ctx_count; c++) {
+                for (size_t j = 0; j < points; j++) {
                     if ((only_t != SIZE_MAX && t != only_t) ||
-                        !lm_shard_selects(config_index(g, count, t, m, b, c), o->shard_k,
+                        !lm_shard_selects(config_index(g, count, t, m, b, j), o->shard_k,
                                           o->shard_n))
                         continue;
-                    (*in_shard)++;
-                    lm_model_key key = config_key(specs, g, ops, t, m, b, c);
-                    *to_measure += !lm_model_table_has(table, &key);
+                    p.in_shard++;
+                    lm_model_key key = config_key(specs, g, ops, t, m, b, j);
+                    if (!lm_model_table_has(table, &key))
+                        *(j < g->ctx_count ? &p.decodes : &p.prefills) += 1;
                 }
+    return p;
 }
 
 static int run_grid(const model_options *o, const lm_model_spec *specs, size_t count,
@@ -407,35 +502,48 @@ static int run_grid(const model_options *o, const lm_model_spec *specs, size_t c
     const lm_ops *ops = lm_ops_active();
     lm_busy_watch watch;
     lm_busy_watch_start(&watch, "model");
-    size_t total, measure, done = 0;
-    shard_counts(o, &table, specs, count, g, ops, SIZE_MAX, &total, &measure);
+    const shard_plan all = shard_counts(o, &table, specs, count, g, ops, SIZE_MAX);
+    const size_t total = all.in_shard;
     if (o->shard_n > 1)
         fprintf(stderr, "longmix model: shard %d/%d: %zu of the %zu configurations\n", o->shard_k,
-                o->shard_n, total, count * g->ctx_count * g->batch_count * g->thread_count);
+                o->shard_n, total,
+                count * (g->ctx_count + g->prompt_count) * g->batch_count * g->thread_count);
+    size_t done = 0;
     int rc = LM_EXIT_OK;
     for (size_t t = 0; t < g->thread_count && rc == LM_EXIT_OK; t++) {
-        size_t in_block, measure_block;
-        shard_counts(o, &table, specs, count, g, ops, t, &in_block, &measure_block);
         omp_set_num_threads((int)g->threads[t]);
+        /* the limits of what is left to measure at this thread count (nothing: kept rows or
+         * other shards' configurations): decode's stream, prefill's peak */
+        const shard_plan here = shard_counts(o, &table, specs, count, g, ops, t);
         double stream = 0.0, stream_bytes = 0.0;
-        /* nothing to measure at this thread count (kept, or in other shards): no stream */
-        if (measure_block > 0 && lm_model_stream(ops, llc, 3, &stream, &stream_bytes, &e) != LM_OK) {
+        if (here.decodes > 0 && lm_model_stream(ops, llc, 3, &stream, &stream_bytes, &e) != LM_OK) {
             fprintf(stderr, "longmix model: %s\n", e.message);
             rc = LM_EXIT_USAGE;
             break;
         }
-        if (measure_block > 0)
+        if (here.decodes > 0)
             fprintf(stderr, "longmix model: threads %ld: read-only stream %.1f GB/s over %.0f MiB\n",
                     g->threads[t], stream, stream_bytes / 1048576.0);
+        double peak = 0.0;
+        if (here.prefills > 0) {
+            const char *what;
+            if (prefill_peak(g->weights, ops, (int)g->threads[t], &peak, &what, &e) != LM_OK) {
+                fprintf(stderr, "longmix model: %s\n", e.message);
+                rc = LM_EXIT_USAGE;
+                break;
+            }
+            fprintf(stderr, "longmix model: threads %ld: peak %.1f GFLOP/s (%s), the prefill "
+                    "GEMMs' limit\n", g->threads[t], peak, what);
+        }
         for (size_t m = 0; m < count && rc == LM_EXIT_OK; m++)
             for (size_t b = 0; b < g->batch_count && rc == LM_EXIT_OK; b++) {
                 model_memo memo;
                 memset(&memo, 0, sizeof memo);
                 for (size_t c = 0; c < g->ctx_count && rc == LM_EXIT_OK; c++) {
-                    lm_model_key key = config_key(specs, g, ops, t, m, b, c);
                     if (!lm_shard_selects(config_index(g, count, t, m, b, c), o->shard_k,
                                           o->shard_n))
                         continue;
+                    lm_model_key key = config_key(specs, g, ops, t, m, b, c);
                     done++;
                     if (lm_model_table_has(&table, &key)) {
                         fprintf(stderr, "[%zu/%zu] %s ctx %ld batch %ld threads %ld: kept (--resume)\n",
@@ -463,12 +571,47 @@ static int run_grid(const model_options *o, const lm_model_spec *specs, size_t c
                         rc = LM_EXIT_USAGE;
                     }
                 }
+                for (size_t p = 0; p < g->prompt_count && rc == LM_EXIT_OK; p++) {
+                    const size_t j = g->ctx_count + p;
+                    if (!lm_shard_selects(config_index(g, count, t, m, b, j), o->shard_k,
+                                          o->shard_n))
+                        continue;
+                    lm_model_key key = config_key(specs, g, ops, t, m, b, j);
+                    done++;
+                    if (lm_model_table_has(&table, &key)) {
+                        fprintf(stderr, "[%zu/%zu] %s prefill %ld batch %ld threads %ld: kept (--resume)\n",
+                                done, total, specs[m].name, g->prompt[p], g->batch[b], g->threads[t]);
+                        continue;
+                    }
+                    lm_model_decode pre;
+                    const double since = lm_now();
+                    lm_status st = measure_prefill(&specs[m], g, g->prompt[p], g->batch[b], ops,
+                                                   o->reps, llc, &pre, &e);
+                    if (st != LM_OK) {
+                        fprintf(stderr, "longmix model: %s prefill %ld batch %ld: %s\n",
+                                specs[m].name, g->prompt[p], g->batch[b], e.message);
+                        rc = LM_EXIT_USAGE;
+                        break;
+                    }
+                    pre.stream_gbps = stream;
+                    pre.peak_gflops = peak;
+                    fprintf(stderr, "[%zu/%zu] %s prefill %ld batch %ld threads %ld: %.2f ms to the "
+                            "first token, GEMMs at %.0f%% of peak\n", done, total, specs[m].name,
+                            g->prompt[p], g->batch[b], g->threads[t], pre.step_s * 1e3,
+                            pre.gemm_s > 0 && peak > 0 ? 100.0 * pre.gemm_flops / pre.gemm_s / 1e9 / peak : 0.0);
+                    if (lm_model_table_put(&table, &key, &specs[m], &pre, o->reps, &watch, since,
+                                           &e) != LM_OK ||
+                        lm_model_table_write(&table, &e) != LM_OK) {
+                        fprintf(stderr, "longmix model: %s\n", e.message);
+                        rc = LM_EXIT_USAGE;
+                    }
+                }
             }
     }
     lm_busy_watch_finish(&watch, o->out);
     if (rc == LM_EXIT_OK)
         fprintf(stderr, "longmix model: %zu configurations measured, %zu kept from %s\n",
-                measure, total - measure, o->out);
+                all.decodes + all.prefills, total - all.decodes - all.prefills, o->out);
     if (rc == LM_EXIT_OK && o->shard_n > 1) {
         fprintf(stderr, "longmix model: shard %d/%d written to %s; no crossovers from a part: "
                         "merge the shards, then run the same command with --resume --out "
@@ -508,11 +651,14 @@ int lm_cmd_model(int argc, char **argv)
     if ((rc = build_grid(&o, &g, meta.cores > 0 ? meta.cores : 1)) != 0)
         return rc;
     uint64_t llc = meta.llc_bytes_total > 0 ? meta.llc_bytes_total : (32u << 20);
-    double stream_bytes = (double)(4 * llc > (64u << 20) ? 4 * llc : (64u << 20));
+    double stream_bytes = g.ctx_count == 0 ? 0.0 : (double)(4 * llc > (64u << 20) ? 4 * llc : (64u << 20));
     if (o.dry_run) {
-        printf("plan: %zu models x %zu contexts x %zu batches x %zu thread counts, cache %s, "
+        char prompts[48] = "";
+        if (g.prompt_count > 0)
+            snprintf(prompts, sizeof prompts, " (and %zu prompts)", g.prompt_count);
+        printf("plan: %zu models x %zu contexts%s x %zu batches x %zu thread counts, cache %s, "
                "weights %s, reps %d; units copied past 2 x LLC (%.0f MiB)\n\n", count,
-               g.ctx_count, g.batch_count, g.thread_count, g.cache.name,
+               g.ctx_count, prompts, g.batch_count, g.thread_count, g.cache.name,
                lm_weight_dtype_name(g.weights), o.reps, (double)llc / 1048576.0);
     }
     if ((rc = check_memory(specs, count, &g, llc, stream_bytes, o.dry_run)) != 0 || o.dry_run)

@@ -17,6 +17,8 @@ double lm_model_unit_alloc(const lm_unit_config *cfg, uint64_t llc_bytes)
 
 size_t lm_model_copies(const lm_unit_config *cfg, uint64_t llc_bytes)
 {
+    if (cfg->prompt > 0)
+        return 1;
     lm_unit_bytes b;
     lm_unit_bytes_of(cfg, &b);
     double per = b.weights_read + b.cache + b.state;
@@ -47,25 +49,33 @@ lm_status lm_model_measure_unit(const lm_unit_config *cfg, int reps, uint64_t ll
     memset(out, 0, sizeof *out);
     size_t copies = lm_model_copies(cfg, llc_bytes);
     lm_unit *units[LM_MODEL_COPIES_MAX] = {0};
-    size_t d = (size_t)cfg->spec->d_model;
-    float *x = lm_alloc(cfg->batch * d * sizeof(float));
+    size_t d = (size_t)cfg->spec->d_model, rows = lm_unit_rows(cfg);
+    float *x = lm_alloc(rows * d * sizeof(float));
     double *totals = calloc((size_t)reps, sizeof *totals);
+    double (*gemms)[2] = calloc((size_t)reps, sizeof *gemms);
     double (*comps)[LM_COMP_COUNT] = calloc((size_t)reps, sizeof *comps);
-    lm_status st = x && totals && comps ? LM_OK : lm_fail(err, LM_ERR_NOMEM, "out of memory");
+    lm_status st = x && totals && comps && gemms ? LM_OK : lm_fail(err, LM_ERR_NOMEM, "out of memory");
     for (size_t c = 0; c < copies && st == LM_OK; c++) {
         lm_unit_config one = *cfg;
         one.seed = cfg->seed + 1000u * c;
         st = lm_unit_create(&one, &units[c], err);
     }
-    for (size_t i = 0; st == LM_OK && i < cfg->batch * d; i++)
+    for (size_t i = 0; st == LM_OK && i < rows * d; i++)
         x[i] = (float)((i * 37u) % 101u) / 101.0f - 0.5f;
-    double warm[LM_COMP_COUNT] = {0};
+    double warm[LM_COMP_COUNT] = {0}, gs, gf;
     if (st == LM_OK)
         st = pass(units, copies, x, warm, err);
+    for (size_t c = 0; c < copies && st == LM_OK; c++)
+        lm_unit_gemm_take(units[c], &gs, &gf);
     for (int r = 0; r < reps && st == LM_OK; r++) {
         double t0 = omp_get_wtime();
         st = pass(units, copies, x, comps[r], err);
         totals[r] = (omp_get_wtime() - t0) / (double)copies;
+        for (size_t c = 0; c < copies && st == LM_OK; c++) {
+            lm_unit_gemm_take(units[c], &gs, &gf);
+            gemms[r][0] += gs / (double)copies;
+            gemms[r][1] += gf / (double)copies;
+        }
     }
     if (st == LM_OK) {
         double sorted[256];
@@ -80,11 +90,13 @@ lm_status lm_model_measure_unit(const lm_unit_config *cfg, int reps, uint64_t ll
         out->step_s = median;
         for (int k = 0; k < LM_COMP_COUNT; k++)
             out->comp_s[k] = comps[at][k] / (double)copies;
+        out->gemm_s = gemms[at][0];
+        out->gemm_flops = gemms[at][1];
         lm_unit_bytes b;
         lm_unit_bytes_of(cfg, &b);
         out->bytes = b.weights_read + b.cache + b.state;
         out->copies = copies;
-        for (size_t i = 0; i < cfg->batch * d; i++)
+        for (size_t i = 0; i < rows * d; i++)
             out->checksum += (double)x[i];
         if (!isfinite(out->checksum))
             st = lm_fail(err, LM_ERR_NUMERIC, "the residual stream of %s overflowed",
@@ -97,6 +109,7 @@ lm_status lm_model_measure_unit(const lm_unit_config *cfg, int reps, uint64_t ll
     lm_free(x);
     free(totals);
     free(comps);
+    free(gemms);
     return st;
 }
 

@@ -15,9 +15,11 @@ typedef struct lm_unit_timing {
     double bytes;                  /* weights + cache + state read per step */
     size_t copies;
     double checksum;               /* sum of the residual stream after the passes */
+    double gemm_s, gemm_flops;     /* prefill: the median pass's lm_gemm seconds and flops */
 } lm_unit_timing;
 
-/* Copies of a unit so that copies * alloc > 2 llc_bytes (1..LM_MODEL_COPIES_MAX). */
+/* Copies of a unit so that copies * alloc > 2 llc_bytes (1..LM_MODEL_COPIES_MAX); 1 for a
+ * prefill unit (its GEMMs reuse each weight over every row of the prompt). */
 size_t lm_model_copies(const lm_unit_config *cfg, uint64_t llc_bytes);
 /* Bytes the measurement of the unit allocates: copies * alloc. */
 double lm_model_unit_alloc(const lm_unit_config *cfg, uint64_t llc_bytes);

@@ -255,6 +255,8 @@ static lm_status step_head(lm_unit *u, float *x, double *sec, lm_error *err)
 
 lm_status lm_unit_step(lm_unit *u, float *x, double seconds[LM_COMP_COUNT], lm_error *err)
 {
+    if (u->cfg.prompt > 0)
+        return lm_unit_prefill(u, x, seconds, err);
     if (u->cfg.role == LM_UNIT_HEAD)
         return step_head(u, x, seconds, err);
     if (u->cfg.role == LM_UNIT_MLP)

@@ -13,7 +13,9 @@ static const char *const model_columns[] = {
     "model", "cache", "weights", "ms_per_token", "tokens_per_s", "bytes_per_step",
     "stream_gbps", "stream_frac", "proj_ms", "mixing_ms", "mlp_ms", "head_ms",
     "weights_bytes", "kv_bytes_seq", "state_bytes_seq", "mem_seq_bytes", "mem_batch_bytes",
-    "copies_max"};
+    "copies_max", "phase", "ttft_ms", "gemm_gflops", "gemm_peak_gflops", "gemm_peak_frac"};
+/* The prefill columns (from ttft_ms on) are empty in decode rows. */
+#define PREFILL_COLUMNS 4
 #define MODEL_COLUMNS (sizeof model_columns / sizeof model_columns[0])
 #define ALL_COLUMNS (LM_RESULTS_COLUMNS + MODEL_COLUMNS)
 
@@ -24,6 +26,8 @@ void lm_model_decode_add(lm_model_decode *d, const lm_unit_timing *t, double cou
         d->comp_s[k] += count * t->comp_s[k];
     d->bytes += count * t->bytes;
     d->checksum += t->checksum;
+    d->gemm_s += count * t->gemm_s;
+    d->gemm_flops += count * t->gemm_flops;
     if (t->copies > d->copies_max)
         d->copies_max = t->copies;
 }
@@ -34,8 +38,9 @@ static char *key_text(const lm_model_key *k)
     snprintf(threads, sizeof threads, "%d", k->threads);
     snprintf(ctx, sizeof ctx, "%ld", k->ctx);
     snprintf(batch, sizeof batch, "%ld", k->batch);
-    const char *cells[7] = {k->model, k->isa, threads, k->cache, k->weights, ctx, batch};
-    return lm_key_join(cells, 7);
+    const char *cells[8] = {k->model, k->isa, threads, k->cache, k->weights, ctx, batch,
+                            k->prefill ? "prefill" : "decode"};
+    return lm_key_join(cells, 8);
 }
 
 static const char *cell(const lm_csv *csv, size_t r, const char *column)
@@ -48,7 +53,8 @@ static char *row_key(const lm_csv *csv, size_t r)
 {
     lm_model_key k = {cell(csv, r, "model"), cell(csv, r, "isa"), atoi(cell(csv, r, "threads")),
                       cell(csv, r, "cache"), cell(csv, r, "weights"),
-                      atol(cell(csv, r, "n_ctx")), atol(cell(csv, r, "batch"))};
+                      atol(cell(csv, r, "n_ctx")), atol(cell(csv, r, "batch")),
+                      strcmp(cell(csv, r, "phase"), "prefill") == 0};
     return key_text(&k);
 }
 
@@ -131,11 +137,21 @@ lm_status lm_model_table_put(lm_model_table *t, const lm_model_key *key,
 {
     char kernel[96], note[160];
     snprintf(kernel, sizeof kernel, "model.%s", s->name);
-    snprintf(note, sizeof note, "decode step of %ld sequences at ctx %ld; units measured over "
-             "up to %zu copies, multiplied by their counts", key->batch, key->ctx, d->copies_max);
+    if (key->prefill)
+        snprintf(note, sizeof note, "prefill of %ld sequences of %ld tokens (time to first "
+                 "token); one instance of each unit, multiplied by their counts", key->batch,
+                 key->ctx);
+    else
+        snprintf(note, sizeof note, "decode step of %ld sequences at ctx %ld; units measured "
+                 "over up to %zu copies, multiplied by their counts", key->batch, key->ctx,
+                 d->copies_max);
     double total, active;
     lm_model_params(s, &total, &active);
-    double flops = 2.0 * (double)active * (double)key->batch;
+    /* flops of the weights (2 per active parameter and token); prefill: every prompt token */
+    double tokens = (double)key->batch * (key->prefill ? (double)key->ctx : 1.0);
+    double flops = 2.0 * (double)active * tokens;
+    double gemm_gflops = d->gemm_s > 0 ? d->gemm_flops / d->gemm_s / 1e9 : 0.0;
+    double gemm_frac = d->peak_gflops > 0 ? gemm_gflops / d->peak_gflops : 0.0;
     double gbps = d->bytes / d->step_s / 1e9;
     lm_weight_dtype w;
     lm_weight_dtype_parse(key->weights, &w, NULL);
@@ -149,7 +165,8 @@ lm_status lm_model_table_put(lm_model_table *t, const lm_model_key *key,
         .time = {.median = d->step_s, .min = d->step_s, .max = d->step_s, .p25 = d->step_s,
                  .p75 = d->step_s, .mean = d->step_s, .count = 1},
         .gflops = flops / d->step_s / 1e9, .gbps = gbps,
-        .roofline_frac = d->stream_gbps > 0 ? gbps / d->stream_gbps : 0.0,
+        /* decode: the bytes over the stream; prefill: the GEMMs over the dtype's peak */
+        .roofline_frac = key->prefill ? gemm_frac : d->stream_gbps > 0 ? gbps / d->stream_gbps : 0.0,
         .checksum = d->checksum, .flops = flops, .bytes = d->bytes, .err_max = -1.0};
     if (watch != NULL) /* busy_cores and disturbed over the minutes of this row */
         lm_busy_watch_row(watch, since, &row);
@@ -164,12 +181,17 @@ lm_status lm_model_table_put(lm_model_table *t, const lm_model_key *key,
     char nums[MODEL_COLUMNS][32];
     const lm_model_memory *m = &d->memory;
     double per_seq = m->kv + m->state;
-    double values[] = {d->step_s * 1e3, (double)key->batch / d->step_s, d->bytes,
-                       d->stream_gbps, row.roofline_frac, d->comp_s[LM_COMP_PROJ] * 1e3,
+    /* prefill: ms_per_token is per prompt token of a sequence, tokens_per_s the prompt
+     * tokens of the batch per second */
+    double values[] = {d->step_s * 1e3 / (key->prefill ? (double)key->ctx : 1.0),
+                       tokens / d->step_s, d->bytes,
+                       d->stream_gbps, d->stream_gbps > 0 ? gbps / d->stream_gbps : 0.0,
+                       d->comp_s[LM_COMP_PROJ] * 1e3,
                        d->comp_s[LM_COMP_MIXING] * 1e3, d->comp_s[LM_COMP_MLP] * 1e3,
                        d->comp_s[LM_COMP_HEAD] * 1e3, m->weights, m->kv, m->state,
                        m->weights + per_seq, m->weights + (double)key->batch * per_seq,
-                       (double)d->copies_max};
+                       (double)d->copies_max, 0.0, d->step_s * 1e3, gemm_gflops,
+                       d->peak_gflops, gemm_frac};
     const char *cells[ALL_COLUMNS];
     for (size_t i = 0; i < LM_RESULTS_COLUMNS; i++)
         cells[i] = tmp.cells[0][i];
@@ -180,6 +202,9 @@ lm_status lm_model_table_put(lm_model_table *t, const lm_model_key *key,
         fmt(nums[i], values[i - 3]);
         cells[LM_RESULTS_COLUMNS + i] = nums[i];
     }
+    cells[ALL_COLUMNS - PREFILL_COLUMNS - 1] = key->prefill ? "prefill" : "decode";
+    for (size_t i = ALL_COLUMNS - PREFILL_COLUMNS; !key->prefill && i < ALL_COLUMNS; i++)
+        cells[i] = "";
     st = lm_csv_append(&t->csv, cells, err);
     lm_csv_free(&tmp);
     return st;
@@ -190,13 +215,22 @@ lm_status lm_model_table_write(const lm_model_table *t, lm_error *err)
     return lm_csv_write_atomic(&t->csv, t->path, err);
 }
 
+static bool is_prefill(const lm_csv *c, size_t r) { return strcmp(cell(c, r, "phase"), "prefill") == 0; }
+
 void lm_model_table_markdown(const lm_model_table *t, FILE *out)
 {
+    size_t prefills = 0;
+    for (size_t r = 0; r < t->csv.rows; r++)
+        prefills += is_prefill(&t->csv, r);
+    if (prefills == t->csv.rows && prefills > 0)
+        goto prefill;
     fprintf(out, "| model | cache | weights | threads | batch | ctx | ms/token | tokens/s | proj ms | "
                  "mixing ms | mlp ms | head ms | MB/step | %% stream | GiB/seq | GiB batch |\n"
                  "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (size_t r = 0; r < t->csv.rows; r++) {
         const lm_csv *c = &t->csv;
+        if (is_prefill(c, r))
+            continue;
         fprintf(out, "| %s | %s | %s | %s | %s | %s | %.2f | %.1f | %.2f | %.2f | %.2f | %.2f | %.0f | %.0f | %.2f | %.2f |\n",
                 cell(c, r, "model"), cell(c, r, "cache"), cell(c, r, "weights"),
                 cell(c, r, "threads"), cell(c, r, "batch"), cell(c, r, "n_ctx"),
@@ -206,6 +240,25 @@ void lm_model_table_markdown(const lm_model_table *t, FILE *out)
                 atof(cell(c, r, "bytes_per_step")) / 1e6, 100.0 * atof(cell(c, r, "stream_frac")),
                 atof(cell(c, r, "mem_seq_bytes")) / 1073741824.0,
                 atof(cell(c, r, "mem_batch_bytes")) / 1073741824.0);
+    }
+    fprintf(out, "\n");
+    if (prefills == 0)
+        return;
+prefill:
+    fprintf(out, "| model | weights | threads | batch | prompt | prefill ms (TTFT) | prompt tokens/s | "
+                 "proj ms | mixing ms | mlp ms | head ms | GEMM GFLOP/s | GEMM %% of peak |\n"
+                 "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (size_t r = 0; r < t->csv.rows; r++) {
+        const lm_csv *c = &t->csv;
+        if (!is_prefill(c, r))
+            continue;
+        fprintf(out, "| %s | %s | %s | %s | %s | %.2f | %.1f | %.2f | %.2f | %.2f | %.2f | %.1f | %.0f |\n",
+                cell(c, r, "model"), cell(c, r, "weights"), cell(c, r, "threads"),
+                cell(c, r, "batch"), cell(c, r, "n_ctx"), atof(cell(c, r, "ttft_ms")),
+                atof(cell(c, r, "tokens_per_s")), atof(cell(c, r, "proj_ms")),
+                atof(cell(c, r, "mixing_ms")), atof(cell(c, r, "mlp_ms")),
+                atof(cell(c, r, "head_ms")), atof(cell(c, r, "gemm_gflops")),
+                100.0 * atof(cell(c, r, "gemm_peak_frac")));
     }
     fprintf(out, "\n");
 }
@@ -261,29 +314,31 @@ typedef struct series {
 } series;
 
 /* A row that is not a finding: measured on a busy machine (disturbed), unsteady passes, or
- * over 100 % of a stream limit that was itself measured in disturbed minutes. */
+ * over 100 % of a stream limit (decode) or of a peak (prefill GEMMs) that was itself
+ * measured in disturbed minutes. */
 static bool row_untrusted(const lm_csv *c, size_t r)
 {
     return strcmp(cell(c, r, "disturbed"), "1") == 0 ||
            lm_unsteady(atof(cell(c, r, "min_s")), atof(cell(c, r, "median_s")),
                        atof(cell(c, r, "p75_s"))) ||
-           atof(cell(c, r, "stream_frac")) > 1.0;
+           atof(cell(c, r, "stream_frac")) > 1.0 || atof(cell(c, r, "gemm_peak_frac")) > 1.0;
 }
 
-/* The rows of (model, threads, batch) in context order. */
-static void gather(const lm_csv *c, const char *model, const char *threads, const char *batch,
-                   const char *cache, const char *weights, series *s)
+/* The rows of (model, threads, batch) of one phase in context (prompt) order: decode
+ * steps' ms_per_token, or prefills' time to the first token. */
+static void gather(const lm_csv *c, bool prefill, const char *model, const char *threads,
+                   const char *batch, const char *cache, const char *weights, series *s)
 {
     s->count = s->untrusted = 0;
     for (size_t r = 0; r < c->rows && s->count < CROSS_POINTS; r++) {
-        if (strcmp(cell(c, r, "model"), model) != 0 || strcmp(cell(c, r, "threads"), threads) != 0 ||
+        if (is_prefill(c, r) != prefill || strcmp(cell(c, r, "model"), model) != 0 || strcmp(cell(c, r, "threads"), threads) != 0 ||
             strcmp(cell(c, r, "batch"), batch) != 0 || strcmp(cell(c, r, "cache"), cache) != 0 ||
             strcmp(cell(c, r, "weights"), weights) != 0)
             continue;
         s->untrusted += row_untrusted(c, r);
         size_t at = s->count++;
         long ctx = atol(cell(c, r, "n_ctx"));
-        double ms = atof(cell(c, r, "ms_per_token"));
+        double ms = atof(cell(c, r, prefill ? "ttft_ms" : "ms_per_token"));
         while (at > 0 && s->ctx[at - 1] > ctx) { /* insertion in context order */
             s->ctx[at] = s->ctx[at - 1];
             s->ms[at] = s->ms[at - 1];
@@ -296,8 +351,8 @@ static void gather(const lm_csv *c, const char *model, const char *threads, cons
 
 static const char *const cross_columns[] = {
     "run_id", "timestamp", "git_rev", "host", "cpu_model", "isa", "threads", "batch", "model",
-    "baseline", "cache", "weights", "verdict", "nstar_ctx", "lower_ctx", "lower_model_ms",
-    "lower_baseline_ms", "upper_ctx", "upper_model_ms", "upper_baseline_ms",
+    "baseline", "cache", "weights", "phase", "verdict", "nstar_ctx", "lower_ctx",
+    "lower_model_ms", "lower_baseline_ms", "upper_ctx", "upper_model_ms", "upper_baseline_ms",
     "memory_nstar_cache", "memory_nstar_total", "trust"};
 #define CROSS_COLUMNS (sizeof cross_columns / sizeof cross_columns[0])
 
@@ -375,71 +430,85 @@ lm_status lm_model_crossover_write(const lm_model_table *t, const lm_model_spec 
     lm_status st = lm_csv_init(&table, cross_columns, CROSS_COLUMNS, err);
     if (st != LM_OK)
         return st;
-    fprintf(out, "| model vs %s | threads | batch | decode n* | bracket (ctx: model / baseline ms) | "
-                 "memory n* caches | memory n* with weights | trust |\n"
-                 "|---|---:|---:|---|---|---:|---:|---|\n",
-            baseline);
     const char *wname = lm_weight_dtype_name(weights);
-    lm_key_set seen = {0};
-    for (size_t r = 0; r < t->csv.rows && st == LM_OK; r++) {
-        const lm_csv *c = &t->csv;
-        if (strcmp(cell(c, r, "model"), baseline) != 0)
-            continue;
-        const char *threads = cell(c, r, "threads"), *batch = cell(c, r, "batch");
-        const char *pair[2] = {threads, batch};
-        char *k = lm_key_join(pair, 2);
-        int fresh = k != NULL ? lm_key_set_add(&seen, k) : -1;
-        free(k);
-        if (fresh <= 0)
-            continue;
-        series sb;
-        gather(c, baseline, threads, batch, cache->name, wname, &sb);
-        for (size_t m = 0; m < count && st == LM_OK; m++) {
-            if (&specs[m] == base)
+    for (int ph = 0; ph < 2 && st == LM_OK; ph++) {
+        const bool prefill = ph == 1;
+        size_t base_rows = 0;
+        for (size_t r = 0; r < t->csv.rows; r++)
+            base_rows += is_prefill(&t->csv, r) == prefill && strcmp(cell(&t->csv, r, "model"), baseline) == 0;
+        if (base_rows == 0 && (prefill || t->csv.rows > 0))
+            continue; /* no rows of the phase (an empty table still shows the decode header) */
+        if (prefill)
+            fprintf(out, "| model vs %s | threads | batch | prefill n* | bracket (prompt: model / "
+                         "baseline TTFT ms) | memory n* caches | memory n* with weights | trust |\n"
+                         "|---|---:|---:|---|---|---:|---:|---|\n",
+                    baseline);
+        else
+            fprintf(out, "| model vs %s | threads | batch | decode n* | bracket (ctx: model / baseline ms) | "
+                         "memory n* caches | memory n* with weights | trust |\n"
+                         "|---|---:|---:|---|---|---:|---:|---|\n",
+                    baseline);
+        lm_key_set seen = {0};
+        for (size_t r = 0; r < t->csv.rows && st == LM_OK; r++) {
+            const lm_csv *c = &t->csv;
+            if (is_prefill(c, r) != prefill || strcmp(cell(c, r, "model"), baseline) != 0)
                 continue;
-            series sm;
-            gather(c, specs[m].name, threads, batch, cache->name, wname, &sm);
-            crossing x;
-            cross(&sm, &sb, &x);
-            long long mem_c = lm_model_memory_crossover(&specs[m], base, weights, cache, atol(batch), false);
-            long long mem_t = lm_model_memory_crossover(&specs[m], base, weights, cache, atol(batch), true);
-            char v[10][32], trust[96] = "ok";
-            const size_t bad = sm.untrusted + sb.untrusted, behind = sm.count + sb.count;
-            if (bad > 0)
-                snprintf(trust, sizeof trust, "not a finding: %zu of %zu rows busy, unsteady or "
-                         "over the stream", bad, behind);
-            snprintf(v[0], 32, "%.0f", x.nstar);
-            snprintf(v[1], 32, "%ld", x.lo_ctx);
-            fmt(v[2], x.lo_m);
-            fmt(v[3], x.lo_b);
-            snprintf(v[4], 32, "%ld", x.hi_ctx);
-            fmt(v[5], x.hi_m);
-            fmt(v[6], x.hi_b);
-            snprintf(v[7], 32, "%lld", mem_c);
-            snprintf(v[8], 32, "%lld", mem_t);
-            const char *cells[CROSS_COLUMNS] = {
-                meta->run_id, meta->timestamp, meta->git_rev, meta->host, meta->cpu_model,
-                cell(c, r, "isa"), threads, batch, specs[m].name, baseline, cache->name, wname,
-                x.verdict, isnan(x.nstar) ? "" : v[0], x.lo_ctx ? v[1] : "", x.lo_ctx ? v[2] : "",
-                x.lo_ctx ? v[3] : "", x.hi_ctx ? v[4] : "", x.hi_ctx ? v[5] : "",
-                x.hi_ctx ? v[6] : "", mem_c >= 0 ? v[7] : "", mem_t >= 0 ? v[8] : "",
-                bad > 0 ? "not_a_finding" : "ok"};
-            st = lm_csv_append(&table, cells, err);
-            char bracket[128] = "";
-            if (x.lo_ctx)
-                snprintf(bracket, sizeof bracket, "%ld: %.2f / %.2f", x.lo_ctx, x.lo_m, x.lo_b);
-            if (x.hi_ctx)
-                snprintf(bracket + strlen(bracket), sizeof bracket - strlen(bracket), "%s%ld: %.2f / %.2f",
-                         x.lo_ctx ? " .. " : "", x.hi_ctx, x.hi_m, x.hi_b);
-            fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", specs[m].name, threads,
-                    batch, isnan(x.nstar) ? x.verdict : v[0], bracket, mem_c >= 0 ? v[7] : "none",
-                    mem_t >= 0 ? v[8] : "none", trust);
+            const char *threads = cell(c, r, "threads"), *batch = cell(c, r, "batch");
+            const char *pair[2] = {threads, batch};
+            char *k = lm_key_join(pair, 2);
+            int fresh = k != NULL ? lm_key_set_add(&seen, k) : -1;
+            free(k);
+            if (fresh <= 0)
+                continue;
+            series sb;
+            gather(c, prefill, baseline, threads, batch, cache->name, wname, &sb);
+            for (size_t m = 0; m < count && st == LM_OK; m++) {
+                if (&specs[m] == base)
+                    continue;
+                series sm;
+                gather(c, prefill, specs[m].name, threads, batch, cache->name, wname, &sm);
+                crossing x;
+                cross(&sm, &sb, &x);
+                long long mem_c = lm_model_memory_crossover(&specs[m], base, weights, cache, atol(batch), false);
+                long long mem_t = lm_model_memory_crossover(&specs[m], base, weights, cache, atol(batch), true);
+                char v[10][32], trust[96] = "ok";
+                const size_t bad = sm.untrusted + sb.untrusted, behind = sm.count + sb.count;
+                if (bad > 0)
+                    snprintf(trust, sizeof trust, "not a finding: %zu of %zu rows busy, unsteady or "
+                             "over the %s", bad, behind, prefill ? "peak" : "stream");
+                snprintf(v[0], 32, "%.0f", x.nstar);
+                snprintf(v[1], 32, "%ld", x.lo_ctx);
+                fmt(v[2], x.lo_m);
+                fmt(v[3], x.lo_b);
+                snprintf(v[4], 32, "%ld", x.hi_ctx);
+                fmt(v[5], x.hi_m);
+                fmt(v[6], x.hi_b);
+                snprintf(v[7], 32, "%lld", mem_c);
+                snprintf(v[8], 32, "%lld", mem_t);
+                const char *cells[CROSS_COLUMNS] = {
+                    meta->run_id, meta->timestamp, meta->git_rev, meta->host, meta->cpu_model,
+                    cell(c, r, "isa"), threads, batch, specs[m].name, baseline, cache->name, wname,
+                    prefill ? "prefill" : "decode", x.verdict, isnan(x.nstar) ? "" : v[0], x.lo_ctx ? v[1] : "", x.lo_ctx ? v[2] : "",
+                    x.lo_ctx ? v[3] : "", x.hi_ctx ? v[4] : "", x.hi_ctx ? v[5] : "",
+                    x.hi_ctx ? v[6] : "", mem_c >= 0 ? v[7] : "", mem_t >= 0 ? v[8] : "",
+                    bad > 0 ? "not_a_finding" : "ok"};
+                st = lm_csv_append(&table, cells, err);
+                char bracket[128] = "";
+                if (x.lo_ctx)
+                    snprintf(bracket, sizeof bracket, "%ld: %.2f / %.2f", x.lo_ctx, x.lo_m, x.lo_b);
+                if (x.hi_ctx)
+                    snprintf(bracket + strlen(bracket), sizeof bracket - strlen(bracket), "%s%ld: %.2f / %.2f",
+                             x.lo_ctx ? " .. " : "", x.hi_ctx, x.hi_m, x.hi_b);
+                fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", specs[m].name, threads,
+                        batch, isnan(x.nstar) ? x.verdict : v[0], bracket, mem_c >= 0 ? v[7] : "none",
+                        mem_t >= 0 ? v[8] : "none", trust);
+            }
         }
+        lm_key_set_free(&seen);
+        fprintf(out, "\n");
     }
-    lm_key_set_free(&seen);
     if (st == LM_OK)
         st = lm_csv_write_atomic(&table, path, err);
     lm_csv_free(&table);
-    fprintf(out, "\n");
     return st;
 }

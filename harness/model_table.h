@@ -1,6 +1,6 @@
-/* The tables of `longmix model`: the decode rows (results columns first, then the model
- * columns), read back for --resume, shown as Markdown, and the model-level crossover
- * derived from them. Library code: errors are values; printing goes to the FILE given. */
+/* The tables of `longmix model`: the decode and prefill rows (results columns first, then
+ * the model columns; `phase` tells them apart), read back for --resume, shown as Markdown,
+ * and the model-level crossover derived from them. Library code: errors are values; printing goes to the FILE given. */
 #ifndef LONGMIX_MODEL_TABLE_H
 #define LONGMIX_MODEL_TABLE_H
 
@@ -8,14 +8,17 @@
 #include "csv.h"
 #include "model_run.h"
 
-/* One model's decode step at one configuration: units times their counts. */
+/* One model's decode step (or prefill) at one configuration: units times their counts. */
 typedef struct lm_model_decode {
-    double step_s;                /* seconds per step: one token for each of batch sequences */
+    double step_s;                /* seconds per step: one token for each of batch sequences;
+                                   * prefill: the whole prompt (time to first token) */
     double comp_s[LM_COMP_COUNT]; /* the step split by component */
     double bytes;                 /* weights + caches + state read per step */
     double checksum;
     double stream_gbps;           /* the same-minute read-only stream */
     size_t copies_max;            /* the most copies any unit was measured over */
+    double gemm_s, gemm_flops;    /* prefill: the GEMMs' seconds and flops, counts applied */
+    double peak_gflops;           /* prefill: the same run's peak of the weights' dtype */
     lm_model_memory memory;       /* per sequence, from arithmetic */
 } lm_model_decode;
 
@@ -26,7 +29,8 @@ typedef struct lm_model_key {
     const char *model, *isa;
     int threads;
     const char *cache, *weights;
-    long ctx, batch;
+    long ctx, batch; /* prefill: ctx is the prompt's tokens */
+    bool prefill;
 } lm_model_key;
 
 typedef struct lm_model_table {

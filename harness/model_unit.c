@@ -31,26 +31,35 @@ static double held_tokens(const lm_unit_config *c)
     return (double)(w > 0 && w < c->ctx ? w : c->ctx);
 }
 
+size_t lm_unit_rows(const lm_unit_config *cfg)
+{
+    return cfg->prompt > 0 ? cfg->batch * (size_t)cfg->prompt : cfg->batch;
+}
+
 void lm_unit_bytes_of(const lm_unit_config *c, lm_unit_bytes *out)
 {
     const lm_model_spec *s = c->spec;
     double wb = (double)lm_weight_dtype_size(c->weights), B = (double)c->batch;
+    /* Activations are per row: a decode unit has batch rows, a prefill unit batch x prompt;
+     * a prefill unit holds its weights twice while it packs them (plain, then the GEMM's). */
+    const double rows = (double)lm_unit_rows(c), twice = c->prompt > 0 ? 2.0 : 1.0;
     memset(out, 0, sizeof *out);
     double d = (double)s->d_model;
     if (c->role == LM_UNIT_HEAD) {
-        out->weights_read = (double)s->vocab * d * wb + B * d * wb;
-        out->alloc = (double)s->vocab * d * wb * (s->tied_embeddings ? 1.0 : 2.0) + B * (double)s->vocab * 4.0;
+        out->weights_read = (double)s->vocab * d * wb + rows * d * wb;
+        out->alloc = (double)s->vocab * d * wb * (s->tied_embeddings ? 1.0 : 2.0) + B * (double)s->vocab * 4.0 +
+                     rows * d * 4.0;
         return;
     }
     if (c->role == LM_UNIT_MLP) {
         if (c->kind == LM_MLP_MOE) {
-            double reached = (double)lm_moe_experts_reached(s->moe.experts, s->moe.active, c->batch);
+            double reached = (double)lm_moe_experts_reached(s->moe.experts, s->moe.active, lm_unit_rows(c));
             out->weights_read = wb * (d * (double)s->moe.experts + reached * 3.0 * d * (double)s->moe.d_ff +
                                       3.0 * d * (double)s->moe.shared_d_ff);
         } else {
             out->weights_read = wb * 3.0 * d * (double)s->mlp.d_ff;
         }
-        out->alloc = out->weights_read + B * 4.0 * (4.0 * d + 3.0 * (double)(s->mlp.d_ff + s->moe.d_ff + s->moe.shared_d_ff) + (double)s->moe.experts);
+        out->alloc = twice * out->weights_read + rows * 4.0 * (4.0 * d + 3.0 * (double)(s->mlp.d_ff + s->moe.d_ff + s->moe.shared_d_ff) + (double)s->moe.experts);
         return;
     }
     double params = (double)lm_model_mixer_params(s, (lm_mixer_kind)c->kind);
@@ -59,15 +68,17 @@ void lm_unit_bytes_of(const lm_unit_config *c, lm_unit_bytes *out)
     switch ((lm_mixer_kind)c->kind) {
     case LM_MIXER_ATTENTION: {
         /* the kernel reads the held tokens of every sequence */
-        out->cache = B * held_tokens(c) * lm_model_kv_token_bytes(s, &c->cache);
+        out->cache = c->prompt > 0 ? 0.0 : B * held_tokens(c) * lm_model_kv_token_bytes(s, &c->cache);
         acts = 4.0 * (double)(s->attention.heads * s->attention.head_dim) + 2.0 * d;
         break;
     }
     case LM_MIXER_MLA: {
         double w_abs = (double)(s->mla.latent * s->mla.heads * (s->mla.nope + s->mla.v_dim));
         out->weights_read += w_abs * (4.0 - wb); /* the absorbed weights are float32 */
-        out->cache = B * (double)c->ctx * (double)(s->mla.latent + s->mla.rope) * 4.0;
+        out->cache = c->prompt > 0 ? 0.0 : B * (double)c->ctx * (double)(s->mla.latent + s->mla.rope) * 4.0;
         acts = (double)(s->mla.heads * (s->mla.nope + s->mla.rope + s->mla.v_dim)) + 2.0 * d + 1024.0;
+        if (c->prompt > 0) /* lm_mla_attend_expanded's K and V of one sequence */
+            acts += 2.0 * (double)(s->mla.heads * (s->mla.nope + s->mla.rope)) / B;
         break;
     }
     case LM_MIXER_MAMBA1: {
@@ -94,7 +105,7 @@ void lm_unit_bytes_of(const lm_unit_config *c, lm_unit_bytes *out)
     default:
         break;
     }
-    out->alloc = out->weights_read + out->cache + out->state + B * 4.0 * acts;
+    out->alloc = twice * out->weights_read + out->cache + out->state + rows * 4.0 * acts;
 }
 
 /* ---- building ------------------------------------------------------------------------- */
@@ -143,10 +154,10 @@ static lm_status build_attention(lm_unit *u, lm_error *err)
     if (st == LM_OK && s->attention.q_gate) st = add_dense(u, H * hd, d, err); /* gate */
     size_t widths[6] = {d, H * hd, KV * hd, KV * hd, H * hd, d}; /* h q k v o out */
     for (size_t i = 0; i < 6 && st == LM_OK; i++)
-        st = add_buf(u, i, B * widths[i], err);
+        st = add_buf(u, i, u->rows * widths[i], err);
     if (st == LM_OK && s->attention.q_gate)
-        st = add_buf(u, 6, B * H * hd, err);
-    if (st != LM_OK)
+        st = add_buf(u, 6, u->rows * H * hd, err);
+    if (st != LM_OK || u->cfg.prompt > 0) /* a prefill's K and V are its projections' */
         return st;
     if (!u->cfg.cache.quantized) {
         size_t count = B * KV * u->held * hd, es = lm_kv_dtype_size(u->cfg.cache.dense);
@@ -202,16 +213,19 @@ static lm_status build_mla(lm_unit *u, lm_error *err)
     if (st == LM_OK) st = add_dense(u, d, H * V, err);  /* o */
     size_t widths[5] = {d, H * (NO + R), L + R, H * V, d}; /* h q ckv_new o out */
     for (size_t i = 0; i < 5 && st == LM_OK; i++)
-        st = add_buf(u, i, B * widths[i], err);
+        st = add_buf(u, i, u->rows * widths[i], err);
     if (st != LM_OK)
         return st;
     u->held = (size_t)u->cfg.ctx;
-    u->ckv = lm_alloc(B * u->held * (L + R) * sizeof(float));
+    if (u->cfg.prompt > 0) /* the prompt's latent rows are the kv_a projection's output */
+        u->held = 0;
+    u->ckv = u->held == 0 ? NULL : lm_alloc(B * u->held * (L + R) * sizeof(float));
     u->w_uk = lm_alloc(L * H * NO * sizeof(float));
     u->w_uv = lm_alloc(L * H * V * sizeof(float));
-    if (u->ckv == NULL || u->w_uk == NULL || u->w_uv == NULL)
+    if ((u->ckv == NULL && u->held > 0) || u->w_uk == NULL || u->w_uv == NULL)
         return lm_fail(err, LM_ERR_NOMEM, "out of memory for the latent cache");
-    fill_f32(u->ckv, B * u->held * (L + R), 1.0f, u->cfg.seed + 17u);
+    if (u->ckv != NULL)
+        fill_f32(u->ckv, B * u->held * (L + R), 1.0f, u->cfg.seed + 17u);
     fill_f32(u->w_uk, L * H * NO, 1.0f / sqrtf((float)L), u->cfg.seed + 19u);
     fill_f32(u->w_uv, L * H * V, 1.0f / sqrtf((float)L), u->cfg.seed + 23u);
     return LM_OK;
@@ -252,9 +266,9 @@ static lm_status build_mamba1(lm_unit *u, lm_error *err)
     /* h xz xs xc dbc dtlow dt bmat cmat y ; z is xs's neighbour in xz */
     size_t widths[10] = {d, 2 * Di, Di, Di, R + 2 * N, R, Di, N, N, Di};
     for (size_t i = 0; i < 10 && st == LM_OK; i++)
-        st = add_buf(u, i, B * widths[i], err);
+        st = add_buf(u, i, u->rows * widths[i], err);
     if (st == LM_OK) st = ssm_params(u, Di * N, Di, Di, K, B * Di * N, err);
-    if (st != LM_OK)
+    if (st != LM_OK || u->cfg.prompt > 0) /* a prefill sets up its scan when it runs */
         return st;
     u->m1 = (lm_ssm_mamba1_f32){.batch = B, .length = 1, .channels = Di, .state = N,
                                 .x = u->buf[3], .delta_raw = u->buf[6], .delta_bias = u->bias,
@@ -275,7 +289,7 @@ static lm_status build_mamba2(lm_unit *u, lm_error *err)
     /* h zxbcdt xbc xbc_conv x bmat cmat dt y z */
     size_t widths[10] = {d, 2 * Di + 2 * G * N + H, ch, ch, Di, G * N, G * N, H, Di, Di};
     for (size_t i = 0; i < 10 && st == LM_OK; i++)
-        st = add_buf(u, i, B * widths[i], err);
+        st = add_buf(u, i, u->rows * widths[i], err);
     if (st == LM_OK) st = ssm_params(u, H, H, ch, K, B * H * P * N, err);
     return st;
 }
@@ -292,7 +306,7 @@ static lm_status build_delta(lm_unit *u, lm_error *err)
     /* h qkvz ba qkv qkv_conv q k v beta+gate y */
     size_t widths[10] = {d, 2 * kw + 2 * vw, 2 * Hv, ch, ch, Hv * dk, Hv * dk, vw, 2 * Hv, vw};
     for (size_t i = 0; i < 10 && st == LM_OK; i++)
-        st = add_buf(u, i, B * widths[i], err);
+        st = add_buf(u, i, u->rows * widths[i], err);
     if (st == LM_OK) st = ssm_params(u, 1, 1, ch, K, B * Hv * dv * dk, err);
     return st;
 }
@@ -300,7 +314,7 @@ static lm_status build_delta(lm_unit *u, lm_error *err)
 static lm_status build_mlp(lm_unit *u, lm_error *err)
 {
     const lm_model_spec *s = u->cfg.spec;
-    size_t d = (size_t)s->d_model, B = u->batch;
+    size_t d = (size_t)s->d_model;
     lm_status st = LM_OK;
     size_t ff = (size_t)(u->cfg.kind == LM_MLP_MOE ? s->moe.d_ff : s->mlp.d_ff);
     size_t wide = ff > (size_t)s->moe.shared_d_ff ? ff : (size_t)s->moe.shared_d_ff;
@@ -317,10 +331,12 @@ static lm_status build_mlp(lm_unit *u, lm_error *err)
             if (st == LM_OK) st = add_dense(u, sf, d, err);
             if (st == LM_OK) st = add_dense(u, d, sf, err);
         }
-        u->expert_count = (size_t)lm_moe_experts_reached(s->moe.experts, s->moe.active, B);
-        u->per_expert = (B * (size_t)s->moe.active + u->expert_count - 1) / u->expert_count;
-        if (u->per_expert > B)
-            u->per_expert = B;
+        /* a prefill routes each of its rows (tokens) as a decode step routes a sequence */
+        size_t R = u->rows;
+        u->expert_count = (size_t)lm_moe_experts_reached(s->moe.experts, s->moe.active, R);
+        u->per_expert = (R * (size_t)s->moe.active + u->expert_count - 1) / u->expert_count;
+        if (u->per_expert > R)
+            u->per_expert = R;
         u->experts = calloc(u->expert_count * 3, sizeof *u->experts);
         if (u->experts == NULL)
             return lm_fail(err, LM_ERR_NOMEM, "out of memory for experts");
@@ -331,7 +347,7 @@ static lm_status build_mlp(lm_unit *u, lm_error *err)
     /* h gate up down acc router */
     size_t widths[6] = {d, wide, wide, d, d, (size_t)s->moe.experts + 1};
     for (size_t i = 0; i < 6 && st == LM_OK; i++)
-        st = add_buf(u, i, B * widths[i], err);
+        st = add_buf(u, i, u->rows * widths[i], err);
     return st;
 }
 
@@ -344,20 +360,56 @@ static lm_status build_head(lm_unit *u, lm_error *err)
         st = add_dense(u, (size_t)s->vocab, d, err);       /* embedding table */
     if (st == LM_OK) st = add_buf(u, 0, B * d, err);
     if (st == LM_OK) st = add_buf(u, 1, B * (size_t)s->vocab, err);
-    if (st == LM_OK) st = add_buf(u, 2, B * d, err);
+    if (st == LM_OK) st = add_buf(u, 2, u->rows * d, err); /* the embedded tokens */
     return st;
+}
+
+/* A prefill unit's projections as GEMMs over its rows (MoE experts over per_expert rows),
+ * each weight matrix packed once; the plain weights are then dropped. The LM head and the
+ * embedding table stay lm_dense: the head reads one row per sequence. */
+static lm_status pack_one(lm_gemm **g, lm_dense *d, size_t m, lm_error *err)
+{
+    lm_status st = lm_gemm_create(g, m, d->rows, d->cols, d->dtype, d->w, 0, err);
+    lm_free(d->w);
+    d->w = NULL;
+    return st;
+}
+
+static lm_status pack_gemms(lm_unit *u, lm_error *err)
+{
+    if (u->cfg.role == LM_UNIT_HEAD)
+        return LM_OK;
+    lm_status st = LM_OK;
+    for (size_t i = 0; i < u->dense_count && st == LM_OK; i++)
+        st = pack_one(&u->gemm[i], &u->dense[i], u->rows, err);
+    if (st == LM_OK && u->experts != NULL) {
+        u->expert_gemm = calloc(u->expert_count * 3, sizeof *u->expert_gemm);
+        if (u->expert_gemm == NULL)
+            return lm_fail(err, LM_ERR_NOMEM, "out of memory for experts");
+        for (size_t e = 0; e < u->expert_count * 3 && st == LM_OK; e++)
+            st = pack_one(&u->expert_gemm[e], &u->experts[e], u->per_expert, err);
+    }
+    return st;
+}
+
+void lm_unit_gemm_take(lm_unit *u, double *seconds, double *flops)
+{
+    *seconds = u->gemm_s;
+    *flops = u->gemm_flops;
+    u->gemm_s = u->gemm_flops = 0.0;
 }
 
 lm_status lm_unit_create(const lm_unit_config *cfg, lm_unit **out, lm_error *err)
 {
     *out = NULL;
-    if (cfg->batch == 0 || cfg->ctx <= 0)
-        return lm_fail(err, LM_ERR_SHAPE, "batch and ctx must be positive");
+    if (cfg->batch == 0 || (cfg->prompt <= 0 && cfg->ctx <= 0) || cfg->prompt < 0)
+        return lm_fail(err, LM_ERR_SHAPE, "batch and ctx (or prompt) must be positive");
     lm_unit *u = calloc(1, sizeof *u);
     if (u == NULL)
         return lm_fail(err, LM_ERR_NOMEM, "out of memory for a unit");
     u->cfg = *cfg;
     u->batch = cfg->batch;
+    u->rows = lm_unit_rows(cfg);
     lm_status st;
     if (cfg->role == LM_UNIT_HEAD)
         st = build_head(u, err);
@@ -372,6 +424,10 @@ lm_status lm_unit_create(const lm_unit_config *cfg, lm_unit **out, lm_error *err
         case LM_MIXER_DELTA: st = build_delta(u, err); break;
         default: st = lm_fail(err, LM_ERR_ARG, "unknown mixer kind %d", cfg->kind); break;
         }
+    if (st == LM_OK && cfg->prompt > 0) {
+        u->held = (size_t)cfg->prompt; /* each sequence's tokens */
+        st = pack_gemms(u, err);
+    }
     if (st != LM_OK) {
         lm_unit_free(u);
         return st;
@@ -384,8 +440,13 @@ void lm_unit_free(lm_unit *u)
 {
     if (u == NULL)
         return;
-    for (size_t i = 0; i < u->dense_count; i++)
+    for (size_t i = 0; i < u->dense_count; i++) {
         lm_dense_free(&u->dense[i]);
+        lm_gemm_free(u->gemm[i]);
+    }
+    for (size_t e = 0; u->expert_gemm != NULL && e < u->expert_count * 3; e++)
+        lm_gemm_free(u->expert_gemm[e]);
+    free(u->expert_gemm);
     for (size_t e = 0; u->experts != NULL && e < u->expert_count * 3; e++)
         lm_dense_free(&u->experts[e]);
     free(u->experts);

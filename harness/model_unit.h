@@ -28,7 +28,9 @@ typedef struct lm_unit_config {
     lm_weight_dtype weights;
     lm_cache_format cache;
     size_t batch;
-    long long ctx;           /* tokens already in each sequence's cache */
+    long long ctx;           /* tokens already in each sequence's cache (decode) */
+    long long prompt;        /* > 0: a prefill unit, each sequence's prompt of that many
+                              * tokens at once (ctx ignored); 0: a decode unit */
     uint64_t seed;
     const lm_ops *ops;
 } lm_unit_config;
@@ -48,12 +50,22 @@ long long lm_moe_experts_reached(long long experts, long long active, size_t bat
 
 typedef struct lm_unit lm_unit;
 
-/* Builds a unit (weights, caches filled with n tokens, state). LM_ERR_NOMEM, LM_ERR_SHAPE. */
+/* Builds a unit (weights, caches filled with n tokens, state). A prefill unit (prompt > 0)
+ * has no cache: its projections are lm_gemm products over batch x prompt rows (the
+ * weights packed once, the plain copy dropped; the LM head stays a GEMV over the last
+ * token of each sequence), and its activations are {batch, prompt, width}.
+ * LM_ERR_NOMEM, LM_ERR_SHAPE, and lm_gemm_create's statuses. */
 lm_status lm_unit_create(const lm_unit_config *cfg, lm_unit **out, lm_error *err);
 void lm_unit_free(lm_unit *u);
-/* One decode step: x {batch, d_model} in and out (the residual stream; the head leaves it
- * unchanged and writes logits inside). Adds the seconds of each component to seconds[]. */
+/* One decode step, or for a prefill unit the whole prompt: x {batch, d_model} (prefill:
+ * {batch, prompt, d_model}) in and out (the residual stream; the head leaves it unchanged
+ * and writes logits inside). Adds the seconds of each component to seconds[]. */
 lm_status lm_unit_step(lm_unit *u, float *x, double seconds[LM_COMP_COUNT], lm_error *err);
+/* Rows of the unit's residual stream: batch, or batch x prompt for a prefill unit. */
+size_t lm_unit_rows(const lm_unit_config *cfg);
+/* Seconds and flops (2 m n k each) of the unit's lm_gemm products since the last call,
+ * which resets them (prefill units; zeros for decode). */
+void lm_unit_gemm_take(lm_unit *u, double *seconds, double *flops);
 
 /* ---- float64 reference (harness/model_ref.c) ------------------------------------------
  * A shadow of a unit in float64: its weights decoded exactly (lm_dense_weight: what the fast

@@ -4,17 +4,22 @@
 #define LONGMIX_MODEL_UNIT_IMPL_H
 
 #include "model_unit.h"
+#include "../kernels/gemm/gemm.h"
 
 #define UNIT_DENSE_MAX 8
 #define UNIT_BUF_MAX 10
 
 struct lm_unit {
     lm_unit_config cfg;
-    size_t batch, held;             /* sequences; tokens each cache holds */
+    size_t batch, held;             /* sequences; tokens each cache holds (prefill: prompt) */
+    size_t rows;                    /* rows of the activations: batch, or batch x prompt */
     lm_dense dense[UNIT_DENSE_MAX]; /* projections, in the order the step uses them */
     size_t dense_count;
     lm_dense *experts;              /* MoE: {reached experts x 3}: gate, up, down */
     size_t expert_count, per_expert;
+    lm_gemm *gemm[UNIT_DENSE_MAX];  /* prefill: dense[i] as a GEMM over `rows` rows */
+    lm_gemm **expert_gemm;          /* prefill MoE: {reached x 3} over per_expert rows */
+    double gemm_s, gemm_flops;      /* prefill: the GEMMs' time and flops since taken */
     float *buf[UNIT_BUF_MAX];       /* activations, each {batch, width} (sizes in the builder) */
     void *k, *v;                    /* dense KV {batch, kv_heads, held, head_dim} */
     size_t *lengths;                /* {batch} */
@@ -23,5 +28,8 @@ struct lm_unit {
     float *a, *bias, *skip, *conv_w, *tail, *state; /* SSM / delta parameters and state */
     lm_ssm_mamba1_f32 m1;           /* Mamba-1 step, checked once */
 };
+
+/* The prefill of a unit (model_prefill.c), called by lm_unit_step when cfg.prompt > 0. */
+lm_status lm_unit_prefill(lm_unit *u, float *x, double seconds[LM_COMP_COUNT], lm_error *err);
 
 #endif

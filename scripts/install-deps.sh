@@ -33,6 +33,7 @@ host_pkgs=(
   libjansson-dev
   nettle-dev
   libsleef-dev
+  libdnnl-dev          # oneDNN 2.6: the prefill GEMM (kernels/gemm): bf16 matmul, faster than OpenBLAS here (docs/dependencies.md)
   libbenchmark-dev
   libcriterion-dev
   python3

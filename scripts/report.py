@@ -93,8 +93,12 @@ class Results:
         self.cross = self.files.get("crossover.csv", [])
         self.measured = [r for f, rows in self.files.items() if f != "roofline.csv" for r in rows]
         self.summary = self._optional_csv("crossover_summary.csv")
-        self.models = self._optional_csv("models.csv")
-        self.model_cross = self._optional_csv("model_crossover.csv")
+        # the decode rows and crossovers (`longmix model --prompt` adds prefill ones, phase
+        # prefill, which the report does not show yet; files without the column are decode)
+        self.models = [r for r in self._optional_csv("models.csv")
+                       if r.get("phase", "decode") == "decode"]
+        self.model_cross = [r for r in self._optional_csv("model_crossover.csv")
+                            if r.get("phase", "decode") == "decode"]
         self.info = None
         info_path = os.path.join(directory, "info.json")
         if os.path.exists(info_path):

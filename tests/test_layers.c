@@ -131,3 +131,66 @@ Test(layers, mlp_layer_matches_its_float64_reference)
         free(x);
     }
 }
+
+/* A prefill MLP unit (cfg.prompt > 0: the projections through the oneDNN GEMM over batch x
+ * prompt rows) against the same reference, every row a token. Its weights are those of the
+ * decode unit of the same seed (the prefill unit drops its plain copy once packed). f32
+ * weights: the decode unit's bound; bf16: the GEMM rounds the activations to bf16 too
+ * (2^-9 relative per product), so 1e-2 of the MLP's output scale. */
+Test(layers, prefill_mlp_layer_matches_its_float64_reference)
+{
+    lm_model_spec spec = {.d_model = 96, .layers = 1, .vocab = 16, .max_context = 16,
+                          .mixer_period = 1, .mlp_period = 1, .mlp = {.d_ff = 160}};
+    spec.mlps[0] = LM_MLP_DENSE;
+    const size_t d = 96, ff = 160, B = 2, n = 7, R = B * n;
+    for (int dt = 0; dt < 2; dt++) {
+        lm_unit_config cfg = {.spec = &spec, .role = LM_UNIT_MLP, .kind = LM_MLP_DENSE,
+                              .weights = (lm_weight_dtype)dt, .batch = B, .ctx = 1, .seed = 5,
+                              .ops = lm_ops_active()};
+        lm_unit *u, *p;
+        lm_error err;
+        cr_assert_eq(lm_unit_create(&cfg, &u, &err), LM_OK, "%s", err.message);
+        cfg.prompt = (long long)n;
+        cr_assert_eq(lm_unit_create(&cfg, &p, &err), LM_OK, "%s", err.message);
+        cr_assert_eq(lm_unit_rows(&cfg), R);
+        double *wg = malloc(ff * d * sizeof *wg), *wu = malloc(ff * d * sizeof *wu);
+        double *wn = malloc(d * ff * sizeof *wn), *xd = malloc(R * d * sizeof *xd);
+        double *yd = malloc(R * d * sizeof *yd);
+        float *x = malloc(R * d * sizeof *x);
+        for (size_t r = 0; r < ff; r++)
+            for (size_t c = 0; c < d; c++) {
+                wg[r * d + c] = lm_dense_weight(&u->dense[0], r, c);
+                wu[r * d + c] = lm_dense_weight(&u->dense[1], r, c);
+            }
+        for (size_t r = 0; r < d; r++)
+            for (size_t c = 0; c < ff; c++)
+                wn[r * ff + c] = lm_dense_weight(&u->dense[2], r, c);
+        lm_rng rng;
+        lm_rng_seed(&rng, 9);
+        for (size_t i = 0; i < R * d; i++)
+            xd[i] = (double)(x[i] = (float)lm_rng_standard_normal(&rng));
+        cr_assert_eq(lm_mlp_layer_f64_ref(xd, wg, wu, wn, R, d, ff, 1e-5, yd, &err), LM_OK);
+        double seconds[LM_COMP_COUNT] = {0}, gs, gf;
+        cr_assert_eq(lm_unit_step(p, x, seconds, &err), LM_OK, "%s", err.message);
+        for (size_t i = 0; i < R * d; i++) {
+            double mlp = fabs(yd[i] - xd[i]) + 1.0;
+            double e = fabs((double)x[i] - yd[i]);
+            double bound = dt == 0 ? MLP_ATOL + MLP_RTOL * fabs(yd[i]) : 1e-2 * mlp;
+            cr_assert(e <= bound, "%s weights: y[%zu] = %.9g, reference %.9g",
+                      lm_weight_dtype_name((lm_weight_dtype)dt), i, (double)x[i], yd[i]);
+        }
+        cr_assert(seconds[LM_COMP_MLP] > 0.0);
+        lm_unit_gemm_take(p, &gs, &gf); /* gate, up, down: 2 R ff d flops each */
+        cr_assert(gs > 0.0 && gf == 3.0 * 2.0 * (double)(R * ff * d), "%g %g", gs, gf);
+        lm_unit_gemm_take(p, &gs, &gf);
+        cr_assert(gs == 0.0 && gf == 0.0);
+        lm_unit_free(u);
+        lm_unit_free(p);
+        free(wg);
+        free(wu);
+        free(wn);
+        free(xd);
+        free(yd);
+        free(x);
+    }
+}

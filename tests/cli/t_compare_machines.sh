@@ -36,12 +36,12 @@ cm_host() {
   local p="run-$h,2026-12-02T10:00:00Z,abc1234,$h,$cpu,$isa"
   {
     echo "$MODEL_CROSSOVER_HEADER"
-    echo "$p,1,1,falcon-mamba-7b,llama3-8b,bf16,bf16,crossed,${10},16384,2.1,2.0,32768,2.2,2.4,900,70000,ok"
-    echo "$p,1,8,falcon-mamba-7b,llama3-8b,bf16,bf16,faster_at_every_ctx,,,,,1024,3.0,3.5,100,9000,ok"
-    echo "$p,2,1,falcon-mamba-7b,llama3-8b,bf16,bf16,slower_at_every_ctx,,65536,1.9,1.2,,,,900,70000,not_a_finding"
+    echo "$p,1,1,falcon-mamba-7b,llama3-8b,bf16,bf16,decode,crossed,${10},16384,2.1,2.0,32768,2.2,2.4,900,70000,ok"
+    echo "$p,1,8,falcon-mamba-7b,llama3-8b,bf16,bf16,decode,faster_at_every_ctx,,,,,1024,3.0,3.5,100,9000,ok"
+    echo "$p,2,1,falcon-mamba-7b,llama3-8b,bf16,bf16,decode,slower_at_every_ctx,,65536,1.9,1.2,,,,900,70000,not_a_finding"
   } > "$d/model_crossover.csv"
 }
-MODEL_CROSSOVER_HEADER=run_id,timestamp,git_rev,host,cpu_model,isa,threads,batch,model,baseline,cache,weights,verdict,nstar_ctx,lower_ctx,lower_model_ms,lower_baseline_ms,upper_ctx,upper_model_ms,upper_baseline_ms,memory_nstar_cache,memory_nstar_total,trust
+MODEL_CROSSOVER_HEADER=run_id,timestamp,git_rev,host,cpu_model,isa,threads,batch,model,baseline,cache,weights,phase,verdict,nstar_ctx,lower_ctx,lower_model_ms,lower_baseline_ms,upper_ctx,upper_model_ms,upper_baseline_ms,memory_nstar_cache,memory_nstar_total,trust
 cm_two_hosts() {
   cm_host a alpha "Alpha CPU" avx512 200 30 0.0016 0.82 1116 23000
   cm_host b beta "Beta CPU" neon 50 20 0.0030 0.65 2900 41000
@@ -66,13 +66,13 @@ test_compare_machines_tables_side_by_side() {
   expect_text out "| decode | attention | Mamba-1 step | f16 | 1 | 1116 | 2900 |"
   expect_text out "| prefill | causal attention | mamba1_scan | f32 | 1 | > 4096 | > 4096 |"
   expect_text out "## Model-level crossover, measured n* (model_crossover.csv)"
-  expect_text out "| 1 | 1 | falcon-mamba-7b | llama3-8b | bf16 | bf16 | 23000 | 41000 |"
-  expect_text out "| 1 | 8 | falcon-mamba-7b | llama3-8b | bf16 | bf16 | <= 1024 | <= 1024 |"
-  expect_text out "| 2 | 1 | falcon-mamba-7b | llama3-8b | bf16 | bf16 | > 65536 (not a finding) | > 65536 (not a finding) |"
+  expect_text out "| 1 | 1 | falcon-mamba-7b | llama3-8b | bf16 | bf16 | decode | 23000 | 41000 |"
+  expect_text out "| 1 | 8 | falcon-mamba-7b | llama3-8b | bf16 | bf16 | decode | <= 1024 | <= 1024 |"
+  expect_text out "| 2 | 1 | falcon-mamba-7b | llama3-8b | bf16 | bf16 | decode | > 65536 (not a finding) | > 65536 (not a finding) |"
   # the same tables as CSV
   grep -qx 'limit,threads,alpha,beta' "$WORK/compare_roofline.csv"
   grep -qx '"peak f32 FMA, GFLOP/s",1,200.0,50.0' "$WORK/compare_roofline.csv"
-  grep -qx 'threads,batch,model,baseline,cache,weights,alpha,beta' "$WORK/compare_model_crossover.csv"
+  grep -qx 'threads,batch,model,baseline,cache,weights,phase,alpha,beta' "$WORK/compare_model_crossover.csv"
   [ -f "$WORK/compare_kernels.csv" ] && [ -f "$WORK/compare_machines.csv" ]
 }
 test_compare_machines_missing_rows_and_out_file() {
@@ -82,7 +82,7 @@ test_compare_machines_missing_rows_and_out_file() {
   expect_exit 0 "$LONGMIX" compare-machines "$WORK/a" "$WORK/b" --out "$WORK/cmp.md"
   [ ! -s "$WORK/out" ]
   grep -qF "| mamba1_step | f32 | 2 | - | 0.30 (200.0 µs) |" "$WORK/cmp.md"
-  grep -qF "| 1 | 1 | falcon-mamba-7b | llama3-8b | bf16 | bf16 | 23000 | - |" "$WORK/cmp.md"
+  grep -qF "| 1 | 1 | falcon-mamba-7b | llama3-8b | bf16 | bf16 | decode | 23000 | - |" "$WORK/cmp.md"
 }
 test_compare_machines_refuses_bad_input() {
   cm_two_hosts

@@ -203,6 +203,88 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 keys = sorted((r["model"], r["n_ctx"]) for r in rows)
 assert keys == [("tiny-attn", "1024"), ("tiny-attn", "64"), ("tiny-hybrid", "1024"), ("tiny-hybrid", "64")], keys
 PY
+  # prompts are points of the grid too: 2 models x (2 contexts + 1 prompt), 3 a shard
+  expect_exit 0 tiny_run --prompt 64 --shard 2/2 --out "$WORK/p2.csv"
+  expect_text err "shard 2/2: 3 of the 6 configurations"
+  "$PYTHON" - "$WORK/p2.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+got = sorted((r["model"], r["phase"], r["n_ctx"]) for r in rows)
+# indices 1, 3, 5 of (attn: ctx 64, ctx 1024, prompt 64; hybrid: the same)
+assert got == [("tiny-attn", "decode", "1024"), ("tiny-hybrid", "decode", "64"),
+               ("tiny-hybrid", "prefill", "64")], got
+PY
   expect_exit 2 tiny_run --shard 3/2
   expect_text err "--shard must be K/N with 1 <= K <= N, got '3/2'"
+}
+
+test_a_prefill_run_writes_prefill_rows_and_a_prefill_crossover() {
+  # --prompt without --ctx: prefill only (the time to the first token), batch 1 and 2
+  expect_exit 0 "$LONGMIX" model --model "$TINY" --model "$HYBRID" --baseline tiny-attn \
+    --prompt 64,200 --batch 1,2 --threads 1 --reps 1 --out "$WORK/p.csv" --crossover-out "$WORK/px.csv"
+  expect_text out "| model | weights | threads | batch | prompt | prefill ms (TTFT) |"
+  expect_text out "| tiny-hybrid | bf16 | 1 | 2 | 200 |"
+  expect_text out "| model vs tiny-attn | threads | batch | prefill n* |"
+  expect_text err "[8/8] tiny-hybrid prefill 200 batch 2 threads 1:"
+  expect_text err "peak"
+  [ "$(rows_of "$WORK/p.csv")" = 8 ]
+  "$PYTHON" - "$WORK/p.csv" "$WORK/px.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert {(r["model"], r["n_ctx"], r["batch"]) for r in rows} == {
+    (m, n, b) for m in ("tiny-attn", "tiny-hybrid") for n in ("64", "200") for b in ("1", "2")}, rows
+for r in rows:
+    assert r["status"] == "ok" and r["phase"] == "prefill" and r["kernel"] == "model." + r["model"], r
+    n, b, t = int(r["n_ctx"]), int(r["batch"]), float(r["median_s"])
+    # median_s is the time to the first token; ms_per_token per prompt token of a sequence
+    assert t > 0 and abs(float(r["ttft_ms"]) - 1e3 * t) < 1e-5 * 1e3 * t, r
+    assert abs(float(r["ms_per_token"]) - 1e3 * t / n) < 1e-5 * 1e3 * t / n, r
+    assert abs(float(r["tokens_per_s"]) - b * n / t) < 1e-5 * b * n / t, r
+    parts = sum(float(r[k]) for k in ("proj_ms", "mixing_ms", "mlp_ms", "head_ms"))
+    assert 0.5 < parts / float(r["ttft_ms"]) < 1.5, r
+    for k in ("proj_ms", "mixing_ms", "mlp_ms", "head_ms"):
+        assert float(r[k]) > 0, (k, r)
+    # the GEMMs' rate against the same run's peak (bf16 dot products on AVX512-BF16)
+    g, p = float(r["gemm_gflops"]), float(r["gemm_peak_gflops"])
+    assert g > 0 and p > 0 and abs(float(r["gemm_peak_frac"]) - g / p) < 1e-4 * g / p, r
+    assert abs(float(r["roofline_frac"]) - g / p) < 1e-4 * g / p, r
+    # flops of the active weights over every prompt token
+    assert float(r["flops"]) > 0 and r["copies_max"] == "1", r
+x = list(csv.DictReader(open(sys.argv[2])))
+assert len(x) == 2 and all(c["phase"] == "prefill" and c["model"] == "tiny-hybrid" for c in x), x
+assert all(c["verdict"] in ("crossed", "faster_at_every_ctx", "slower_at_every_ctx") for c in x), x
+PY
+  # with --ctx as well: decode rows beside them, and --resume keeps both phases
+  expect_exit 0 "$LONGMIX" model --model "$TINY" --prompt 64 --ctx 64 --threads 1 --reps 1 \
+    --out "$WORK/both.csv" --crossover-out "$WORK/bx.csv"
+  expect_exit 0 "$LONGMIX" model --model "$TINY" --prompt 64,128 --ctx 64 --threads 1 --reps 1 \
+    --resume --out "$WORK/both.csv" --crossover-out "$WORK/bx.csv"
+  expect_text err "[1/3] tiny-attn ctx 64 batch 1 threads 1: kept (--resume)"
+  expect_text err "[2/3] tiny-attn prefill 64 batch 1 threads 1: kept (--resume)"
+  expect_text err "[3/3] tiny-attn prefill 128 batch 1 threads 1:"
+  "$PYTHON" - "$WORK/both.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert sorted((r["phase"], r["n_ctx"]) for r in rows) == [
+    ("decode", "64"), ("prefill", "128"), ("prefill", "64")], rows
+dec = [r for r in rows if r["phase"] == "decode"][0]
+assert dec["ttft_ms"] == "" and dec["gemm_gflops"] == "", dec
+PY
+}
+
+test_bad_prompts_are_usage_errors() {
+  expect_exit 2 "$LONGMIX" model --model "$TINY" --prompt 0 --out "$WORK/m.csv"
+  expect_text err "--prompt"
+  expect_exit 2 "$LONGMIX" model --model "$TINY" --prompt garbage --out "$WORK/m.csv"
+  expect_text err "--prompt"
+  expect_exit 2 "$LONGMIX" model --model "$TINY" --prompt 64, --out "$WORK/m.csv"
+  expect_exit 2 "$LONGMIX" model --model "$TINY" --prompt
+  expect_text err "--prompt needs a value"
+  expect_exit 2 "$LONGMIX" model --model "$TINY" --prompt 64 --weights int8 --out "$WORK/m.csv"
+  expect_text err "--prompt needs --weights f32 or bf16"
+  expect_exit 2 "$LONGMIX" model --model "$TINY" --prompt 128k --out "$WORK/m.csv"
+  expect_text err "--prompt 131072 is past tiny-attn's max_context 65536"
+  expect_exit 2 "$LONGMIX" model --preset llama3-8b --prompt 8k --batch 64 --out "$WORK/m.csv"
+  expect_text err "llama3-8b (models/llama3-8b.json) prefill of 8192 tokens, batch 64 does not fit"
+  [ ! -e "$WORK/m.csv" ]
 }

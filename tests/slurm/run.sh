@@ -59,7 +59,7 @@ rows() { [ -f "$1" ] && echo $(($(wc -l <"$1") - 1)) || echo 0; }
 same_models() {
   "$PYTHON" - "$1" "$2" <<'EOF'
 import csv, sys
-KEY = "model isa threads cache weights n_ctx batch".split()
+KEY = "model isa threads cache weights phase n_ctx batch".split()
 def load(path):
     rows = list(csv.DictReader(open(path, newline="")))
     return {tuple(r[k] for k in KEY): (r["status"], r["checksum"]) for r in rows}, len(rows)
