@@ -125,5 +125,7 @@ array_id=${array_id%%;*}
 merge_id=$("${merge_cmd[@]}" --dependency="afterok:$array_id" "$here/merge.sbatch" "$shards" "$sub")
 merge_id=${merge_id%%;*}
 echo "slurm/submit.sh: array job $array_id (shards $array of $shards: longmix $sub), merge job $merge_id after it" >&2
-echo "slurm/submit.sh: shards in $out/shards, merged file $out/$sub.csv$([ "$report" -eq 0 ] || echo ", report $out/report.md"), logs in $out/logs" >&2
+merged=$out/$sub.csv
+[ "$sub" != model ] || merged=$out/models.csv # as merge.sbatch names it
+echo "slurm/submit.sh: shards in $out/shards, merged file $merged$([ "$report" -eq 0 ] || echo ", report $out/report.md"), logs in $out/logs" >&2
 echo "$array_id $merge_id"
