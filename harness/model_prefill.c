@@ -7,40 +7,15 @@
  * last token of each sequence (the first generated token's logits). Activations are rows
  * {batch, n, width}. */
 #include "model_unit_impl.h"
+#include "try.h"
 
 #include <math.h>
 #include <omp.h>
 #include <string.h>
 
-#define TRY(x)                                                                                 \
-    do {                                                                                       \
-        lm_status s_ = (x);                                                                    \
-        if (s_ != LM_OK)                                                                       \
-            return s_;                                                                         \
-    } while (0)
-
 /* Chunk sizes of the chunked scans: the bench cases' defaults (ssd_chunked, delta_chunked). */
 #define PREFILL_SSD_CHUNK 32
 #define PREFILL_DELTA_CHUNK 64
-
-static double lap(double *t)
-{
-    double now = omp_get_wtime(), d = now - *t;
-    *t = now;
-    return d;
-}
-
-static void take_cols(const float *src, size_t ld, size_t c0, size_t w, size_t rows, float *dst)
-{
-    for (size_t r = 0; r < rows; r++)
-        memcpy(dst + r * w, src + r * ld + c0, w * sizeof(float));
-}
-
-static void add_into(float *x, const float *y, size_t count)
-{
-    for (size_t i = 0; i < count; i++)
-        x[i] += y[i];
-}
 
 /* c {m, rows of d} = a {m, cols of d} W^T through the packed GEMM g, timed into u. */
 static lm_status gemm(lm_unit *u, lm_gemm *g, const lm_dense *d, size_t m, const float *a,
@@ -75,7 +50,7 @@ static lm_status prefill_attention(lm_unit *u, float *x, double *sec, lm_error *
     TRY(PROJ(2, f[0], f[3]));
     if (s->attention.q_gate)
         TRY(PROJ(4, f[0], f[6]));
-    sec[LM_COMP_PROJ] += lap(&t);
+    sec[LM_COMP_PROJ] += unit_lap(&t);
     size_t w = (size_t)s->attention.window;
     lm_attn_mask mask = {.kind = w > 0 ? LM_ATTN_MASK_WINDOW : LM_ATTN_MASK_CAUSAL, .window = w};
     for (size_t b = 0; b < u->batch; b++) {
@@ -88,10 +63,10 @@ static lm_status prefill_attention(lm_unit *u, float *x, double *sec, lm_error *
     if (s->attention.q_gate) /* o *= sigmoid(gate) */
         for (size_t i = 0; i < R * H * hd; i++)
             f[4][i] /= 1.0f + expf(-f[6][i]);
-    sec[LM_COMP_MIXING] += lap(&t);
+    sec[LM_COMP_MIXING] += unit_lap(&t);
     TRY(PROJ(3, f[4], f[5]));
-    add_into(x, f[5], R * d);
-    sec[LM_COMP_PROJ] += lap(&t);
+    unit_add_into(x, f[5], R * d);
+    sec[LM_COMP_PROJ] += unit_lap(&t);
     return LM_OK;
 }
 
@@ -109,15 +84,15 @@ static lm_status prefill_mla(lm_unit *u, float *x, double *sec, lm_error *err)
     TRY(PROJ(1, f[0], f[2]));
     for (size_t r = 0; r < R; r++) /* kv_a_layernorm over each row's latent part */
         lm_rmsnorm_f32(f[2] + r * (L + RO), NULL, 1, L, 1e-6f, f[2] + r * (L + RO));
-    sec[LM_COMP_PROJ] += lap(&t);
+    sec[LM_COMP_PROJ] += unit_lap(&t);
     for (size_t b = 0; b < u->batch; b++) /* DeepSeek's prefill form: K, V expanded per head */
         TRY(lm_mla_attend_expanded(&shape, f[1] + b * n * H * (NO + RO), f[2] + b * n * (L + RO),
                                    u->w_uk, u->w_uv, n, n, true, f[3] + b * n * H * V,
                                    u->cfg.ops, err));
-    sec[LM_COMP_MIXING] += lap(&t);
+    sec[LM_COMP_MIXING] += unit_lap(&t);
     TRY(PROJ(2, f[3], f[4]));
-    add_into(x, f[4], R * d);
-    sec[LM_COMP_PROJ] += lap(&t);
+    unit_add_into(x, f[4], R * d);
+    sec[LM_COMP_PROJ] += unit_lap(&t);
     return LM_OK;
 }
 
@@ -130,26 +105,26 @@ static lm_status prefill_mamba1(lm_unit *u, float *x, double *sec, lm_error *err
     double t = omp_get_wtime();
     lm_rmsnorm_f32(x, NULL, R, d, 1e-5f, f[0]);
     TRY(PROJ(0, f[0], f[1]));
-    sec[LM_COMP_PROJ] += lap(&t);
-    take_cols(f[1], 2 * Di, 0, Di, R, f[9]);
-    take_cols(f[1], 2 * Di, Di, Di, R, f[2]);
+    sec[LM_COMP_PROJ] += unit_lap(&t);
+    unit_take_cols(f[1], 2 * Di, 0, Di, R, f[9]);
+    unit_take_cols(f[1], 2 * Di, Di, Di, R, f[2]);
     TRY(conv_all(u, f[9], Di, (size_t)s->mamba1.d_conv, f[3], err));
-    sec[LM_COMP_MIXING] += lap(&t);
+    sec[LM_COMP_MIXING] += unit_lap(&t);
     TRY(PROJ(1, f[3], f[4]));
-    take_cols(f[4], Rk + 2 * N, 0, Rk, R, f[5]);
-    take_cols(f[4], Rk + 2 * N, Rk, N, R, f[7]);
-    take_cols(f[4], Rk + 2 * N, Rk + N, N, R, f[8]);
+    unit_take_cols(f[4], Rk + 2 * N, 0, Rk, R, f[5]);
+    unit_take_cols(f[4], Rk + 2 * N, Rk, N, R, f[7]);
+    unit_take_cols(f[4], Rk + 2 * N, Rk + N, N, R, f[8]);
     TRY(PROJ(2, f[5], f[6]));
-    sec[LM_COMP_PROJ] += lap(&t);
+    sec[LM_COMP_PROJ] += unit_lap(&t);
     lm_ssm_mamba1_f32 p = {.batch = u->batch, .length = u->held, .channels = Di, .state = N,
                            .x = f[3], .delta_raw = f[6], .delta_bias = u->bias, .a = u->a,
                            .b = f[7], .c = f[8], .skip = u->skip, .z = f[2], .h0 = NULL,
                            .y = f[9], .h_final = u->state, .exact_zoh = false};
     TRY(lm_ssm_mamba1_scan_f32(&p, u->cfg.ops, err)); /* y = scan(xc) * silu(z) */
-    sec[LM_COMP_MIXING] += lap(&t);
+    sec[LM_COMP_MIXING] += unit_lap(&t);
     TRY(PROJ(3, f[9], f[0]));
-    add_into(x, f[0], R * d);
-    sec[LM_COMP_PROJ] += lap(&t);
+    unit_add_into(x, f[0], R * d);
+    sec[LM_COMP_PROJ] += unit_lap(&t);
     return LM_OK;
 }
 
@@ -164,14 +139,14 @@ static lm_status prefill_mamba2(lm_unit *u, float *x, double *sec, lm_error *err
     double t = omp_get_wtime();
     lm_rmsnorm_f32(x, NULL, R, d, 1e-5f, f[0]);
     TRY(PROJ(0, f[0], f[1]));
-    sec[LM_COMP_PROJ] += lap(&t);
-    take_cols(f[1], in_w, 0, Di, R, f[9]);
-    take_cols(f[1], in_w, Di, ch, R, f[2]);
-    take_cols(f[1], in_w, Di + ch, H, R, f[7]);
+    sec[LM_COMP_PROJ] += unit_lap(&t);
+    unit_take_cols(f[1], in_w, 0, Di, R, f[9]);
+    unit_take_cols(f[1], in_w, Di, ch, R, f[2]);
+    unit_take_cols(f[1], in_w, Di + ch, H, R, f[7]);
     TRY(conv_all(u, f[2], ch, (size_t)s->mamba2.d_conv, f[3], err));
-    take_cols(f[3], ch, 0, Di, R, f[4]);
-    take_cols(f[3], ch, Di, G * N, R, f[5]);
-    take_cols(f[3], ch, Di + G * N, G * N, R, f[6]);
+    unit_take_cols(f[3], ch, 0, Di, R, f[4]);
+    unit_take_cols(f[3], ch, Di, G * N, R, f[5]);
+    unit_take_cols(f[3], ch, Di + G * N, G * N, R, f[6]);
     lm_ssm_ssd_f32 p = {.batch = u->batch, .length = u->held, .heads = H, .head_dim = P,
                         .groups = G, .state = N, .x = f[4], .dt_raw = f[7], .dt_bias = u->bias,
                         .a = u->a, .b = f[5], .c = f[6], .skip = u->skip, .h0 = NULL,
@@ -181,10 +156,10 @@ static lm_status prefill_mamba2(lm_unit *u, float *x, double *sec, lm_error *err
     for (size_t i = 0; i < R * Di; i++)
         f[8][i] *= f[9][i];
     lm_rmsnorm_f32(f[8], NULL, R, Di, 1e-5f, f[8]);
-    sec[LM_COMP_MIXING] += lap(&t);
+    sec[LM_COMP_MIXING] += unit_lap(&t);
     TRY(PROJ(1, f[8], f[0]));
-    add_into(x, f[0], R * d);
-    sec[LM_COMP_PROJ] += lap(&t);
+    unit_add_into(x, f[0], R * d);
+    sec[LM_COMP_PROJ] += unit_lap(&t);
     return LM_OK;
 }
 
@@ -200,8 +175,8 @@ static lm_status prefill_delta(lm_unit *u, float *x, double *sec, lm_error *err)
     lm_rmsnorm_f32(x, NULL, R, d, 1e-6f, f[0]);
     TRY(PROJ(0, f[0], f[1]));
     TRY(PROJ(1, f[0], f[2]));
-    sec[LM_COMP_PROJ] += lap(&t);
-    take_cols(f[1], in_w, 0, ch, R, f[3]);
+    sec[LM_COMP_PROJ] += unit_lap(&t);
+    unit_take_cols(f[1], in_w, 0, ch, R, f[3]);
     TRY(conv_all(u, f[3], ch, (size_t)s->delta.d_conv, f[4], err));
     /* token-major rows to the kernel's head-major {B Hv, n, width}; value head h reads key
      * head h / rep */
@@ -233,10 +208,10 @@ static lm_status prefill_delta(lm_unit *u, float *x, double *sec, lm_error *err)
                     o[h * dv + i] = y[i] * z[h * dv + i];
             }
         }
-    sec[LM_COMP_MIXING] += lap(&t);
+    sec[LM_COMP_MIXING] += unit_lap(&t);
     TRY(PROJ(2, f[7], f[0]));
-    add_into(x, f[0], R * d);
-    sec[LM_COMP_PROJ] += lap(&t);
+    unit_add_into(x, f[0], R * d);
+    sec[LM_COMP_PROJ] += unit_lap(&t);
     return LM_OK;
 }
 
@@ -274,8 +249,8 @@ static lm_status prefill_mlp(lm_unit *u, float *x, double *sec, lm_error *err)
         for (size_t e = 0; e < u->expert_count; e++)
             TRY(swiglu(u, &u->expert_gemm[3 * e], &u->experts[3 * e], u->per_expert, w, err));
     }
-    add_into(x, f[4], R * d);
-    sec[LM_COMP_MLP] += lap(&t);
+    unit_add_into(x, f[4], R * d);
+    sec[LM_COMP_MLP] += unit_lap(&t);
     return LM_OK;
 }
 
@@ -309,7 +284,7 @@ static lm_status prefill_head(lm_unit *u, float *x, double *sec, lm_error *err)
         memcpy(f[0] + b * d, x + (b * n + n - 1) * d, d * sizeof(float));
     lm_rmsnorm_f32(f[0], NULL, B, d, 1e-5f, f[0]);
     TRY(lm_dense_apply(&u->dense[0], f[0], B, f[1], u->cfg.ops, err));
-    sec[LM_COMP_HEAD] += lap(&t);
+    sec[LM_COMP_HEAD] += unit_lap(&t);
     return LM_OK;
 }
 

@@ -6,6 +6,7 @@
  * rows {batch, width}; norm(v, eps) = v / sqrt(mean(v^2) + eps) without a gain (the units
  * have none), silu(v) = v / (1 + e^-v), sigmoid(v) = 1 / (1 + e^-v). */
 #include "model_unit_impl.h"
+#include "try.h"
 
 #include "lm_math.h"
 
@@ -25,13 +26,6 @@ struct lm_unit_ref {
     size_t a_count, skip_count, channels, width, tail_count, state_count;
     double *tmp[REF_TMP];        /* scratch rows, each {batch, widest} */
 };
-
-#define TRY(x)                                                                                 \
-    do {                                                                                       \
-        lm_status s_ = (x);                                                                    \
-        if (s_ != LM_OK)                                                                       \
-            return s_;                                                                         \
-    } while (0)
 
 static double silu(double v) { return v / (1.0 + exp(-v)); }
 static double sigmoid(double v) { return 1.0 / (1.0 + exp(-v)); }

@@ -7,26 +7,6 @@
 #include <omp.h>
 #include <string.h>
 
-/* dst {B, w} = columns [c0, c0 + w) of src {B, ld} */
-static void take_cols(const float *src, size_t ld, size_t c0, size_t w, size_t B, float *dst)
-{
-    for (size_t b = 0; b < B; b++)
-        memcpy(dst + b * w, src + b * ld + c0, w * sizeof(float));
-}
-
-static void add_into(float *x, const float *y, size_t count)
-{
-    for (size_t i = 0; i < count; i++)
-        x[i] += y[i];
-}
-
-static double lap(double *t)
-{
-    double now = omp_get_wtime(), d = now - *t;
-    *t = now;
-    return d;
-}
-
 /* Starts a mixer step: h = rmsnorm(x) {B, d} into buf[0] (eps as the layer's), then
  * buf[1 + i] = dense[i](h) for each i < in_count, the layer's input projections. */
 static lm_status mixer_in(lm_unit *u, const float *x, float eps, size_t in_count, lm_error *err)
@@ -44,10 +24,10 @@ static lm_status mixer_out(lm_unit *u, const lm_dense *out, const float *o, floa
                            float *x, double *t, double *sec, lm_error *err)
 {
     size_t B = u->batch;
-    sec[LM_COMP_MIXING] += lap(t);
+    sec[LM_COMP_MIXING] += unit_lap(t);
     TRY(lm_dense_apply(out, o, B, tmp, u->cfg.ops, err));
-    add_into(x, tmp, B * (size_t)u->cfg.spec->d_model);
-    sec[LM_COMP_PROJ] += lap(t);
+    unit_add_into(x, tmp, B * (size_t)u->cfg.spec->d_model);
+    sec[LM_COMP_PROJ] += unit_lap(t);
     return LM_OK;
 }
 
@@ -70,7 +50,7 @@ static lm_status step_attention(lm_unit *u, float *x, double *sec, lm_error *err
     TRY(mixer_in(u, x, 1e-5f, 3, err));
     if (s->attention.q_gate)
         TRY(lm_dense_apply(&u->dense[4], f[0], B, f[6], ops, err));
-    sec[LM_COMP_PROJ] += lap(&t);
+    sec[LM_COMP_PROJ] += unit_lap(&t);
     if (!u->cfg.cache.quantized) {
         lm_attn_decode_args a = {.q = f[1], .k = u->k, .v = u->v, .lengths = u->lengths,
                                  .o = f[4], .batch = B, .heads = H, .kv_heads = KV,
@@ -97,7 +77,7 @@ static lm_status step_mla(lm_unit *u, float *x, double *sec, lm_error *err)
     double t = omp_get_wtime();
     TRY(mixer_in(u, x, 1e-6f, 2, err));
     lm_rmsnorm_f32(f[2], NULL, B, (size_t)s->mla.latent, 1e-6f, f[2]); /* kv_a_layernorm */
-    sec[LM_COMP_PROJ] += lap(&t);
+    sec[LM_COMP_PROJ] += unit_lap(&t);
     for (size_t b = 0; b < B; b++)
         TRY(lm_mla_attend_absorbed(&shape, f[1] + b * H * (NO + R), u->ckv + b * u->held * row,
                                    u->w_uk, u->w_uv, 1, u->held, false, f[3] + b * H * V,
@@ -114,17 +94,17 @@ static lm_status step_mamba1(lm_unit *u, float *x, double *sec, lm_error *err)
     float **f = u->buf; /* h xz xs(z) xc dbc dtlow dt bmat cmat y */
     double t = omp_get_wtime();
     TRY(mixer_in(u, x, 1e-5f, 1, err));
-    sec[LM_COMP_PROJ] += lap(&t);
-    take_cols(f[1], 2 * Di, 0, Di, B, f[9]);  /* x into y's buffer for the conv input */
-    take_cols(f[1], 2 * Di, Di, Di, B, f[2]); /* z */
+    sec[LM_COMP_PROJ] += unit_lap(&t);
+    unit_take_cols(f[1], 2 * Di, 0, Di, B, f[9]);  /* x into y's buffer for the conv input */
+    unit_take_cols(f[1], 2 * Di, Di, Di, B, f[2]); /* z */
     TRY(conv_step(u, f[9], Di, (size_t)s->mamba1.d_conv, f[3], err));
-    sec[LM_COMP_MIXING] += lap(&t);
+    sec[LM_COMP_MIXING] += unit_lap(&t);
     TRY(lm_dense_apply(&u->dense[1], f[3], B, f[4], ops, err));
-    take_cols(f[4], R + 2 * N, 0, R, B, f[5]);
-    take_cols(f[4], R + 2 * N, R, N, B, f[7]);
-    take_cols(f[4], R + 2 * N, R + N, N, B, f[8]);
+    unit_take_cols(f[4], R + 2 * N, 0, R, B, f[5]);
+    unit_take_cols(f[4], R + 2 * N, R, N, B, f[7]);
+    unit_take_cols(f[4], R + 2 * N, R + N, N, B, f[8]);
     TRY(lm_dense_apply(&u->dense[2], f[5], B, f[6], ops, err));
-    sec[LM_COMP_PROJ] += lap(&t);
+    sec[LM_COMP_PROJ] += unit_lap(&t);
     TRY(lm_ssm_mamba1_decode_checked_f32(&u->m1, ops, err)); /* y = scan(xc) * silu(z) */
     return mixer_out(u, &u->dense[3], f[9], f[0], x, &t, sec, err);
 }
@@ -139,14 +119,14 @@ static lm_status step_mamba2(lm_unit *u, float *x, double *sec, lm_error *err)
     float **f = u->buf; /* h zxbcdt xbc xbc_conv x bmat cmat dt y z */
     double t = omp_get_wtime();
     TRY(mixer_in(u, x, 1e-5f, 1, err));
-    sec[LM_COMP_PROJ] += lap(&t);
-    take_cols(f[1], in_w, 0, Di, B, f[9]);
-    take_cols(f[1], in_w, Di, ch, B, f[2]);
-    take_cols(f[1], in_w, Di + ch, H, B, f[7]);
+    sec[LM_COMP_PROJ] += unit_lap(&t);
+    unit_take_cols(f[1], in_w, 0, Di, B, f[9]);
+    unit_take_cols(f[1], in_w, Di, ch, B, f[2]);
+    unit_take_cols(f[1], in_w, Di + ch, H, B, f[7]);
     TRY(conv_step(u, f[2], ch, (size_t)s->mamba2.d_conv, f[3], err));
-    take_cols(f[3], ch, 0, Di, B, f[4]);
-    take_cols(f[3], ch, Di, G * N, B, f[5]);
-    take_cols(f[3], ch, Di + G * N, G * N, B, f[6]);
+    unit_take_cols(f[3], ch, 0, Di, B, f[4]);
+    unit_take_cols(f[3], ch, Di, G * N, B, f[5]);
+    unit_take_cols(f[3], ch, Di + G * N, G * N, B, f[6]);
     lm_ssm_ssd_f32 p = {.batch = B, .length = 1, .heads = H, .head_dim = P, .groups = G,
                         .state = N, .x = f[4], .dt_raw = f[7], .dt_bias = u->bias, .a = u->a,
                         .b = f[5], .c = f[6], .skip = u->skip, .h0 = u->state, .y = f[8],
@@ -169,8 +149,8 @@ static lm_status step_delta(lm_unit *u, float *x, double *sec, lm_error *err)
     float **f = u->buf; /* h qkvz ba qkv qkv_conv q k v beta+gate y */
     double t = omp_get_wtime();
     TRY(mixer_in(u, x, 1e-6f, 2, err));
-    sec[LM_COMP_PROJ] += lap(&t);
-    take_cols(f[1], 2 * kw + 2 * vw, 0, ch, B, f[3]);
+    sec[LM_COMP_PROJ] += unit_lap(&t);
+    unit_take_cols(f[1], 2 * kw + 2 * vw, 0, ch, B, f[3]);
     TRY(conv_step(u, f[3], ch, (size_t)s->delta.d_conv, f[4], err));
     for (size_t b = 0; b < B; b++) /* value head h reads key head h / rep */
         for (size_t h = 0; h < Hv; h++) {
@@ -230,8 +210,8 @@ static lm_status step_mlp(lm_unit *u, float *x, double *sec, lm_error *err)
             TRY(swiglu(&u->experts[3 * e], &u->experts[3 * e + 1], &u->experts[3 * e + 2], f,
                        u->per_expert, w, ops, err));
     }
-    add_into(x, f[4], B * d);
-    sec[LM_COMP_MLP] += lap(&t);
+    unit_add_into(x, f[4], B * d);
+    sec[LM_COMP_MLP] += unit_lap(&t);
     return LM_OK;
 }
 
@@ -249,7 +229,7 @@ static lm_status step_head(lm_unit *u, float *x, double *sec, lm_error *err)
         for (size_t i = 0; i < d; i++)
             f[2][b * d + i] = (float)lm_dense_weight(table, token, i);
     }
-    sec[LM_COMP_HEAD] += lap(&t);
+    sec[LM_COMP_HEAD] += unit_lap(&t);
     return LM_OK;
 }
 

@@ -6,6 +6,9 @@
 #include "model_unit.h"
 #include "../kernels/gemm/gemm.h"
 
+#include <omp.h>
+#include <string.h>
+
 #define UNIT_DENSE_MAX 8
 #define UNIT_BUF_MAX 10
 
@@ -28,6 +31,30 @@ struct lm_unit {
     float *a, *bias, *skip, *conv_w, *tail, *state; /* SSM / delta parameters and state */
     lm_ssm_mamba1_f32 m1;           /* Mamba-1 step, checked once */
 };
+
+/* Row helpers of the step and the prefill. dst {rows, w} = columns [c0, c0 + w) of
+ * src {rows, ld}. */
+static inline void unit_take_cols(const float *src, size_t ld, size_t c0, size_t w, size_t rows,
+                                  float *dst)
+{
+    for (size_t r = 0; r < rows; r++)
+        memcpy(dst + r * w, src + r * ld + c0, w * sizeof(float));
+}
+
+/* x {count} += y {count} (the residual add). */
+static inline void unit_add_into(float *x, const float *y, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        x[i] += y[i];
+}
+
+/* Seconds since *t, and *t moved to now (a component's time). */
+static inline double unit_lap(double *t)
+{
+    double now = omp_get_wtime(), d = now - *t;
+    *t = now;
+    return d;
+}
 
 /* The prefill of a unit (model_prefill.c), called by lm_unit_step when cfg.prompt > 0. */
 lm_status lm_unit_prefill(lm_unit *u, float *x, double seconds[LM_COMP_COUNT], lm_error *err);
