@@ -37,6 +37,18 @@ static lm_status conv_all(lm_unit *u, const float *x, size_t ch, size_t K, float
     return lm_conv_causal(&p, u->cfg.ops, err);
 }
 
+/* Ends a mixer's prefill: the mixing time since *t, then x {rows, d} += dense[i](a) through
+ * buffer o, and the projection time. */
+static lm_status prefill_out(lm_unit *u, size_t i, const float *a, float *o, float *x, double *t,
+                             double *sec, lm_error *err)
+{
+    sec[LM_COMP_MIXING] += unit_lap(t);
+    TRY(PROJ(i, a, o));
+    unit_add_into(x, o, u->rows * (size_t)u->cfg.spec->d_model);
+    sec[LM_COMP_PROJ] += unit_lap(t);
+    return LM_OK;
+}
+
 static lm_status prefill_attention(lm_unit *u, float *x, double *sec, lm_error *err)
 {
     const lm_model_spec *s = u->cfg.spec;
@@ -63,11 +75,7 @@ static lm_status prefill_attention(lm_unit *u, float *x, double *sec, lm_error *
     if (s->attention.q_gate) /* o *= sigmoid(gate) */
         for (size_t i = 0; i < R * H * hd; i++)
             f[4][i] /= 1.0f + expf(-f[6][i]);
-    sec[LM_COMP_MIXING] += unit_lap(&t);
-    TRY(PROJ(3, f[4], f[5]));
-    unit_add_into(x, f[5], R * d);
-    sec[LM_COMP_PROJ] += unit_lap(&t);
-    return LM_OK;
+    return prefill_out(u, 3, f[4], f[5], x, &t, sec, err);
 }
 
 static lm_status prefill_mla(lm_unit *u, float *x, double *sec, lm_error *err)
@@ -89,11 +97,7 @@ static lm_status prefill_mla(lm_unit *u, float *x, double *sec, lm_error *err)
         TRY(lm_mla_attend_expanded(&shape, f[1] + b * n * H * (NO + RO), f[2] + b * n * (L + RO),
                                    u->w_uk, u->w_uv, n, n, true, f[3] + b * n * H * V,
                                    u->cfg.ops, err));
-    sec[LM_COMP_MIXING] += unit_lap(&t);
-    TRY(PROJ(2, f[3], f[4]));
-    unit_add_into(x, f[4], R * d);
-    sec[LM_COMP_PROJ] += unit_lap(&t);
-    return LM_OK;
+    return prefill_out(u, 2, f[3], f[4], x, &t, sec, err);
 }
 
 static lm_status prefill_mamba1(lm_unit *u, float *x, double *sec, lm_error *err)
@@ -121,11 +125,7 @@ static lm_status prefill_mamba1(lm_unit *u, float *x, double *sec, lm_error *err
                            .b = f[7], .c = f[8], .skip = u->skip, .z = f[2], .h0 = NULL,
                            .y = f[9], .h_final = u->state, .exact_zoh = false};
     TRY(lm_ssm_mamba1_scan_f32(&p, u->cfg.ops, err)); /* y = scan(xc) * silu(z) */
-    sec[LM_COMP_MIXING] += unit_lap(&t);
-    TRY(PROJ(3, f[9], f[0]));
-    unit_add_into(x, f[0], R * d);
-    sec[LM_COMP_PROJ] += unit_lap(&t);
-    return LM_OK;
+    return prefill_out(u, 3, f[9], f[0], x, &t, sec, err);
 }
 
 static lm_status prefill_mamba2(lm_unit *u, float *x, double *sec, lm_error *err)
@@ -156,11 +156,7 @@ static lm_status prefill_mamba2(lm_unit *u, float *x, double *sec, lm_error *err
     for (size_t i = 0; i < R * Di; i++)
         f[8][i] *= f[9][i];
     lm_rmsnorm_f32(f[8], NULL, R, Di, 1e-5f, f[8]);
-    sec[LM_COMP_MIXING] += unit_lap(&t);
-    TRY(PROJ(1, f[8], f[0]));
-    unit_add_into(x, f[0], R * d);
-    sec[LM_COMP_PROJ] += unit_lap(&t);
-    return LM_OK;
+    return prefill_out(u, 1, f[8], f[0], x, &t, sec, err);
 }
 
 static lm_status prefill_delta(lm_unit *u, float *x, double *sec, lm_error *err)
@@ -208,11 +204,7 @@ static lm_status prefill_delta(lm_unit *u, float *x, double *sec, lm_error *err)
                     o[h * dv + i] = y[i] * z[h * dv + i];
             }
         }
-    sec[LM_COMP_MIXING] += unit_lap(&t);
-    TRY(PROJ(2, f[7], f[0]));
-    unit_add_into(x, f[0], R * d);
-    sec[LM_COMP_PROJ] += unit_lap(&t);
-    return LM_OK;
+    return prefill_out(u, 2, f[7], f[0], x, &t, sec, err);
 }
 
 /* SwiGLU of the first m rows of f[0] through the GEMMs gate, up, down (g[0..2], shapes
