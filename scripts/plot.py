@@ -772,6 +772,37 @@ def model_decode_vs_context(rows, crossings, path):
     return _save(fig, path)
 
 
+def model_prefill_vs_prompt(rows, path):
+    """Whole-model time to the first token against prompt length (log-log), one line per
+    model, a panel per batch (the largest thread count)."""
+    rows = [r for r in rows if r.get("status") == "ok" and _num(r, "ttft_ms") > 0]
+    if not rows:
+        return None
+    threads = max(int(_num(r, "threads")) for r in rows)
+    rows = [r for r in rows if int(_num(r, "threads")) == threads]
+    batches = sorted({int(_num(r, "batch")) for r in rows})
+    models = sorted({r["model"] for r in rows})
+    fig, axes = plt.subplots(1, len(batches), figsize=(min(PAGE, COLUMN * len(batches)), 2.6),
+                             squeeze=False)
+    for ax, b in zip(axes[0], batches):
+        for i, m in enumerate(models):
+            pts = sorted((_num(r, "n_ctx"), _num(r, "ttft_ms") / 1e3) for r in rows
+                         if r["model"] == m and int(_num(r, "batch")) == b)
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=MARKERS[i % 10],
+                        color=PALETTE[i % 20], label=m, ms=3)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        prompts = [_num(r, "n_ctx") for r in rows]
+        _log2_ticks(ax, min(prompts), max(prompts))
+        _time_axis(ax)
+        ax.set_xlabel("prompt (tokens per sequence)")
+        ax.set_ylabel("time to the first token")
+        ax.set_title(f"batch {b}, {threads} thread{'s' if threads > 1 else ''}")
+    axes[0][-1].legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=6)
+    return _save(fig, path)
+
+
 COMPONENTS = [("proj_ms", "projections", BLUE), ("mixing_ms", "mixing", RED),
               ("mlp_ms", "MLP / MoE", GREEN), ("head_ms", "LM head", ORANGE)]
 

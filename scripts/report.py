@@ -93,12 +93,14 @@ class Results:
         self.cross = self.files.get("crossover.csv", [])
         self.measured = [r for f, rows in self.files.items() if f != "roofline.csv" for r in rows]
         self.summary = self._optional_csv("crossover_summary.csv")
-        # the decode rows and crossovers (`longmix model --prompt` adds prefill ones, phase
-        # prefill, which the report does not show yet; files without the column are decode)
-        self.models = [r for r in self._optional_csv("models.csv")
-                       if r.get("phase", "decode") == "decode"]
-        self.model_cross = [r for r in self._optional_csv("model_crossover.csv")
-                            if r.get("phase", "decode") == "decode"]
+        # decode rows and crossovers, and the prefill ones of `longmix model --prompt`
+        # (phase prefill; files without the column are decode)
+        model_rows = self._optional_csv("models.csv")
+        model_cross = self._optional_csv("model_crossover.csv")
+        self.models = [r for r in model_rows if r.get("phase", "decode") == "decode"]
+        self.model_cross = [r for r in model_cross if r.get("phase", "decode") == "decode"]
+        self.prefills = [r for r in model_rows if r.get("phase") == "prefill"]
+        self.prefill_cross = [r for r in model_cross if r.get("phase") == "prefill"]
         self.info = None
         info_path = os.path.join(directory, "info.json")
         if os.path.exists(info_path):
@@ -318,11 +320,22 @@ def model_row_trust(r):
     return None
 
 
-def crossover_trust(c, models):
+def prefill_row_trust(r):
+    """Why a prefill row is not a finding ("busy", "unsteady", "over the peak"), or None."""
+    if r.get("disturbed") == "1":
+        return "busy"
+    if unsteady(r):
+        return "unsteady"
+    if num(r, "gemm_peak_frac") > 1.0:
+        return "over the peak"
+    return None
+
+
+def crossover_trust(c, models, trust=model_row_trust):
     """A model crossover's trust: "ok", or how many of the rows behind it are not findings."""
     behind = [r for r in models if r["model"] in (c["model"], c["baseline"]) and
               r["threads"] == c["threads"] and r["batch"] == c["batch"]]
-    bad = sum(model_row_trust(r) is not None for r in behind)
+    bad = sum(trust(r) is not None for r in behind)
     return f"not a finding: {bad} of {len(behind)} rows" if bad else "ok"
 
 
@@ -421,6 +434,52 @@ def model_section(res):
     return out
 
 
+def prefill_section(res):
+    """Whole models' prefill (longmix model --prompt): the time to the first token per
+    prompt length, by component, the GEMMs against the same run's peak, the prefill
+    crossover, and the TTFT-vs-prompt figure."""
+    if not res.prefills:
+        return []
+    out = ["## Whole models: prefill (time to the first token)", ""]
+    rows = []
+    for r in sorted(res.prefills, key=lambda r: (r["model"], int(num(r, "threads")),
+                                                 int(num(r, "batch")), int(num(r, "n_ctx")))):
+        rows.append([r["model"], r["weights"], int(num(r, "threads")), int(num(r, "batch")),
+                     int(num(r, "n_ctx")), num(r, "ttft_ms"), num(r, "proj_ms"),
+                     num(r, "mixing_ms"), num(r, "mlp_ms"), num(r, "head_ms"),
+                     num(r, "gemm_gflops"), 100 * num(r, "gemm_peak_frac"),
+                     prefill_row_trust(r) or "ok"])
+    cols = [Col("model"), Col("weights"), Col("threads", "int"), Col("batch", "int"),
+            Col("prompt", "int"), Col("TTFT ms", "num", 1), Col("proj ms", "num", 1),
+            Col("mixing ms", "num", 1), Col("MLP ms", "num", 1), Col("head ms", "num", 1),
+            Col("GEMM GFLOP/s", "num", 1), Col("% of peak", "num", 0), Col("measured")]
+    note = ("Each unit kind measured once over the whole prompt (the projections and MLP "
+            "through the oneDNN GEMM, the mixing through the prefill kernels), multiplied by "
+            "its count (docs/models.md). % of peak: the GEMMs' rate over the same run's peak of "
+            "the weights' dtype (bf16 dot products where the CPU has them). measured: ok, or "
+            "busy, unsteady or over the peak (not a finding).")
+    out += [Table("prefill", "Whole-model prefill", cols, rows, note, wide=True, page_rows=22), ""]
+    if res.prefill_cross:
+        crows = [[c["model"], c["baseline"], int(num(c, "threads")), int(num(c, "batch")),
+                  c["verdict"], num(c, "nstar_ctx") or None, num(c, "lower_ctx") or None,
+                  num(c, "upper_ctx") or None,
+                  crossover_trust(c, res.prefills, prefill_row_trust)]
+                 for c in res.prefill_cross]
+        ccols = [Col("model"), Col("vs"), Col("threads", "int"), Col("batch", "int"),
+                 Col("verdict"), Col("prefill n*", "int"), Col("bracket low", "int"),
+                 Col("bracket high", "int"), Col("trust")]
+        cnote = ("Prefill n*: the prompt length where the model's time to the first token "
+                 "becomes shorter than the baseline's, log-log between the bracketing measured "
+                 "prompts; faster / slower at every prompt when the measured prompts do not "
+                 "bracket it.")
+        out += [Table("prefill_crossover", "Model-level prefill crossover", ccols, crows, cnote,
+                      wide=True, page_rows=22), ""]
+    fig = res.draw(plot.model_prefill_vs_prompt, res.prefills,
+                   os.path.join(res.dir, "fig_model_prefill_vs_prompt.png"))
+    out += figure(fig, "whole-model time to the first token vs prompt length")
+    return out
+
+
 def fraction_section(res):
     fig = res.draw(plot.roofline_fraction, res.measured, os.path.join(res.dir, "fig_roofline_fraction.png"))
     return ["## Fraction of the roofline", ""] + (figure(fig, "roofline fraction") if fig else
@@ -487,7 +546,8 @@ def measurements_section(res):
     return out
 
 
-PRODUCERS = [top, machine_details, roofline_section, crossover_section, model_section, fraction_section,
+PRODUCERS = [top, machine_details, roofline_section, crossover_section, model_section,
+             prefill_section, fraction_section,
              quant_section, chunk_section, targets_section, lesson_section, measurements_section]
 
 

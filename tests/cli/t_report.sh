@@ -136,3 +136,21 @@ PY
   grep '^mistral-7b,llama3-8b,1,1,' "$WORK/out" | grep -q ',,ok$'
   head -1 "$WORK/out" | grep -q ',kernel n\*,trust$'
 }
+
+test_report_shows_prefill_rows_their_crossover_and_figure() {
+  # a tiny prefill run (two fixtures, two prompts): the prefill table, its crossover, the
+  # TTFT figure; the decode section stays away (no decode rows)
+  mkdir -p "$WORK/p"
+  expect_exit 0 "$LONGMIX" model --model tests/fixtures/models/tiny-attn.json \
+    --model tests/fixtures/models/tiny-hybrid.json --baseline tiny-attn --prompt 64,200 \
+    --threads 1 --reps 1 --out "$WORK/p/models.csv" --crossover-out "$WORK/p/model_crossover.csv"
+  expect_exit 0 "$PYTHON" scripts/report.py "$WORK/p"
+  grep -qF "## Whole models: prefill (time to the first token)" "$WORK/p/report.md"
+  grep -qF "| tiny-hybrid | bf16 | 1 | 1 | 200 |" "$WORK/p/report.md"
+  grep -qF "| tiny-hybrid | tiny-attn | 1 | 1 |" "$WORK/p/report.md"
+  ! grep -qF "## Whole models: decode per token" "$WORK/p/report.md"
+  [ -s "$WORK/p/fig_model_prefill_vs_prompt.pdf" ] && [ -s "$WORK/p/fig_model_prefill_vs_prompt.svg" ]
+  expect_exit 0 "$PYTHON" scripts/report.py "$WORK/p" --format csv --table prefill
+  head -1 "$WORK/out" | grep -q '^model,weights,threads,batch,prompt,TTFT ms,'
+  [ "$(grep -c '^tiny-' "$WORK/out")" = 4 ]
+}
