@@ -513,6 +513,13 @@ static int run_grid(const model_options *o, const lm_model_spec *specs, size_t c
                                 done, total, specs[m].name, g->prompt[p], g->batch[b], g->threads[t]);
                         continue;
                     }
+                    /* the peak again before each row, the best kept: a peak measured while
+                     * another process held a core would inflate every fraction after it */
+                    double again;
+                    const char *what;
+                    if (prefill_peak(g->weights, ops, (int)g->threads[t], &again, &what, NULL) == LM_OK &&
+                        again > peak)
+                        peak = again;
                     lm_model_decode pre;
                     const double since = lm_now();
                     lm_status st = measure_prefill(&specs[m], g, g->prompt[p], g->batch[b], ops,
