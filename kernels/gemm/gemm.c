@@ -13,6 +13,8 @@ struct lm_gemm {
     int unused;
 };
 
+bool lm_gemm_available(void) { return false; }
+
 lm_status lm_gemm_create(lm_gemm **out, size_t m, size_t n, size_t k, lm_weight_dtype dtype,
                          const void *w, unsigned flags, lm_error *err)
 {
@@ -34,6 +36,8 @@ size_t lm_gemm_work_bytes(const lm_gemm *g) { return (void)g, 0; }
 #else
 
 #include <oneapi/dnnl/dnnl.h>
+
+bool lm_gemm_available(void) { return true; }
 
 struct lm_gemm {
     size_t m, n, k;

@@ -17,6 +17,10 @@
 
 typedef struct lm_gemm lm_gemm;
 
+/* False in a build without oneDNN (the arm64 cross build), where lm_gemm_create says
+ * LM_ERR_UNSUPPORTED. */
+bool lm_gemm_available(void);
+
 enum {
     LM_GEMM_PLAIN_WEIGHTS = 1u /* keep W in its plain {n, k} layout (measurement only) */
 };
