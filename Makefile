@@ -197,7 +197,7 @@ RUN_SWEEP_ARGS ?= --kernel all --threads auto --dtype f32,f16,bf16,int8,int4,kiv
 RUN_CHUNK_ARGS ?= --kernel attn_prefill_window,scan_affine,linear_chunked --ctx 2048 --chunk 16..512 --threads auto --reps 3
 RUN_CROSSOVER_ARGS ?= --threads auto
 # whole models: a reduced grid (docs/models.md; docs/benchmarks.md gives the full one)
-RUN_MODEL_ARGS ?= --preset llama3-8b,mistral-7b,mamba2-2.7b --ctx 1k,8k,32k --batch 1 --threads cores --reps 2
+RUN_MODEL_ARGS ?= --preset llama3-8b,mistral-7b,mamba2-2.7b --ctx 1k,8k,32k --prompt 128 --batch 1 --threads cores --reps 2
 # The build in parallel (one job per core, JOBS=N to change) even when make was called
 # without -j; verify prints one line per contract, the full report goes to results/verify.txt.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
