@@ -253,7 +253,7 @@ test-tsan: ## ThreadSanitizer (clang, libomp + Archer): every kernel contract ca
 	$(MAKE) --no-print-directory SANITIZER=thread CC=clang BUILD=build/tsan OPT=-O1 build/tsan/longmix
 	CC=clang scripts/test-tsan.sh build/tsan/longmix
 
-test-neon: ## Cross-build for AArch64 and verify the contracts under qemu-aarch64
+test-neon: ## Cross-build for AArch64; verify the contracts and check every model layer (model --check) under qemu-aarch64
 	$(MAKE) --no-print-directory ARCH=aarch64 neon
 
 # Slurm (scripts/slurm/) and GNU parallel shards against the real tools: a one-node cluster
@@ -271,6 +271,7 @@ test-report: ## The report's LaTeX tables and PDF figures in a two-column paper 
 # qemu-aarch64 can hang (see RUNNER); a bounded run fails loudly instead of stalling CI.
 neon: $(BIN)
 	timeout 1200 $(RUNNER) $(BIN) verify
+	timeout 600 $(RUNNER) $(BIN) model --check
 
 # libFuzzer targets (tests/fuzz/fuzz_<target>.c): the harness (readers, loaders, checkers,
 # contract-case runners) built with clang, ASan + UBSan and libFuzzer's coverage in

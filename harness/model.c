@@ -3,6 +3,7 @@
  * in the model, with memory from arithmetic; a tidy CSV (the results columns, then the
  * model columns), a Markdown table, and the model-level crossover against a baseline. */
 #include "cli.h"
+#include "model_check.h"
 #include "model_run.h"
 #include "model_table.h"
 #include "../kernels/gemm/gemm.h"
@@ -11,6 +12,7 @@
 #include "roofline.h"
 #include "topo.h"
 
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,9 +25,11 @@ typedef struct model_options {
     size_t model_files;
     const char *ctx, *prompt, *batch, *threads, *cache, *weights, *out, *cross_out, *baseline;
     const char *shard;
+    const char *isa;      /* --isa: the paths --check runs (NULL: every available one) */
     int reps;
+    int measure_options;  /* options of a measurement given (refused with --check) */
     int shard_k, shard_n; /* this run measures configurations i with i % n == k - 1 */
-    bool resume, list, dry_run;
+    bool resume, list, dry_run, check;
 } model_options;
 
 static void usage(FILE *out)
@@ -34,10 +38,12 @@ static void usage(FILE *out)
         "usage: longmix model [--preset NAME[,NAME...]] [--model FILE]... [--ctx LIST]\n"
         "                     [--prompt LIST] [--batch LIST] [--threads LIST] [--cache DTYPE] [--weights DTYPE]\n"
         "                     [--reps N] [--baseline NAME] [--out FILE] [--crossover-out FILE]\n"
-        "                     [--resume] [--shard K/N] [--list] [--dry-run]\n\n"
-        "Whole-model decode and prefill on this CPU: each layer kind (mixer, MLP, LM head) is built at full\n"
-        "size from synthetic weights, measured over enough copies to stream from memory, and\n"
-        "multiplied by its count in the model (docs/models.md says what is measured, what counted).\n\n"
+        "                     [--resume] [--shard K/N] [--list] [--dry-run]\n"
+        "       longmix model --check [--isa LIST]\n\n"
+        "Whole-model decode and prefill on this CPU: each layer kind (mixer, MLP, LM head) is\n"
+        "built at full size from synthetic weights, measured over enough copies to stream\n"
+        "from memory, and multiplied by its count in the model (docs/models.md says what is\n"
+        "measured, what counted).\n\n"
         "  --preset     presets from the models/ folder (LONGMIX_MODELS); default: all of them\n"
         "  --model      a model file of your own (schema longmix-model/1), repeatable\n"
         "  --ctx        decode: tokens in each sequence's cache; default 1k,4k,16k,64k (none\n"
@@ -60,9 +66,17 @@ static void usage(FILE *out)
         "               command with --resume --out MERGED.csv for the table and the crossovers\n"
         "               (scripts/slurm/submit.sh does both)\n"
         "  --list       the presets with their parameters and sizes\n"
-        "  --dry-run    the plan and its memory, nothing measured or written\n\n"
+        "  --dry-run    the plan and its memory, nothing measured or written\n"
+        "  --check      no measurement: one decode step of every layer kind (attention with an\n"
+        "               f32, f16, int8 cache and a sliding window, MLA, Mamba-1, Mamba-2, gated\n"
+        "               delta, each with its dense or MoE MLP) at small shapes against its\n"
+        "               float64 reference, f32/bf16/int8 weights, batch 1 and 3, context 5\n"
+        "               and 37, three tokens; one line per layer and path (max normalized\n"
+        "               error, bound 8 sqrt(K) u, ok or FAILED), then a summary\n"
+        "  --isa        with --check: the paths, e.g. scalar,avx2, all or active; default all\n"
+        "               (every path this CPU runs)\n\n"
         "A configuration whose measurement does not fit in the available memory is refused\n"
-        "before anything is allocated. Exit 0 ok, 2 bad usage or input.\n");
+        "before anything is allocated. Exit 0 ok, 1 a --check failed, 2 bad usage or input.\n");
 }
 
 static int usage_error(const char *message)
@@ -85,12 +99,18 @@ static int parse_args(int argc, char **argv, model_options *o)
             return -1;
         } else if (strcmp(a, "--resume") == 0) {
             o->resume = true;
+            o->measure_options++;
             continue;
         } else if (strcmp(a, "--list") == 0) {
             o->list = true;
+            o->measure_options++;
             continue;
         } else if (strcmp(a, "--dry-run") == 0) {
             o->dry_run = true;
+            o->measure_options++;
+            continue;
+        } else if (strcmp(a, "--check") == 0) {
+            o->check = true;
             continue;
         }
         const char *reps = NULL;
@@ -106,6 +126,7 @@ static int parse_args(int argc, char **argv, model_options *o)
         else if (strcmp(a, "--baseline") == 0) value = &o->baseline;
         else if (strcmp(a, "--shard") == 0) value = &o->shard;
         else if (strcmp(a, "--reps") == 0) value = &reps;
+        else if (strcmp(a, "--isa") == 0) value = &o->isa;
         else if (strcmp(a, "--model") == 0) {
             if (o->model_files == MODEL_MAX)
                 return usage_error("at most 16 --model files");
@@ -121,6 +142,7 @@ static int parse_args(int argc, char **argv, model_options *o)
             return usage_error(m);
         }
         *value = argv[++i];
+        o->measure_options += value != &o->isa;
         if (reps != NULL) {
             long r;
             lm_error e;
@@ -129,6 +151,10 @@ static int parse_args(int argc, char **argv, model_options *o)
             o->reps = (int)r;
         }
     }
+    if (o->check && o->measure_options > 0)
+        return usage_error("--check takes only --isa");
+    if (o->isa != NULL && !o->check)
+        return usage_error("--isa goes with --check");
     lm_error e;
     if (o->shard != NULL && lm_parse_shard(o->shard, &o->shard_k, &o->shard_n, &e) != LM_OK)
         return usage_error(e.message);
@@ -637,12 +663,88 @@ static int run_grid(const model_options *o, const lm_model_spec *specs, size_t c
     return rc;
 }
 
+/* ---- --check: every layer kind against its float64 reference (model_check.h) --------- */
+
+static void print_check_unit(const char *unit, const lm_layer_check_unit *u)
+{
+    printf(", %s %.3g (bound %.3g)", unit, u->max_error, u->bound);
+}
+
+static void print_check_failure(const char *unit, const lm_layer_check_unit *u)
+{
+    const lm_layer_check_point *f = &u->failure;
+    if (!u->ok)
+        printf("  (%s: %s weights, batch %zu, ctx %lld, token %d: %.3g > %.3g)", unit,
+               lm_weight_dtype_name(f->weights), f->batch, f->ctx, f->token, f->error, f->bound);
+}
+
+/* One line per case and path, then the summary; exit 0 all within their bounds, 1 one was
+ * not, 2 bad usage or a case that could not run. */
+static int run_checks(const model_options *o)
+{
+    lm_isa isas[LM_LIST_MAX], listed[LM_LIST_MAX];
+    size_t count = 0, n;
+    lm_error e;
+    if (lm_parse_isa_list("--isa", o->isa != NULL ? o->isa : "all", listed, &n, &e) != LM_OK)
+        return usage_error(e.message);
+    for (size_t i = 0; i < n; i++) { /* each path once, in the order given */
+        bool seen = false;
+        for (size_t j = 0; j < count; j++)
+            seen = seen || isas[j] == listed[i];
+        if (!seen)
+            isas[count++] = listed[i];
+    }
+    /* one thread: at these shapes OpenMP's start-up and waits would be most of the time
+     * (seconds on a busy machine), and the kernels split work over independent ranges, so
+     * the errors are those of any thread count */
+    omp_set_num_threads(1);
+    size_t passed = 0, failed = 0;
+    double worst = 0.0, worst_bound = 0.0;
+    const char *worst_case = "", *worst_unit = "", *worst_isa = "";
+    for (size_t k = 0; k < count; k++)
+        for (size_t i = 0; i < LM_LAYER_CHECK_COUNT; i++) {
+            lm_layer_check r;
+            if (lm_layer_check_run(i, lm_ops_for(isas[k]), &r, &e) != LM_OK) {
+                fflush(stdout);
+                fprintf(stderr, "longmix model: --check: %s\n", e.message);
+                return LM_EXIT_USAGE;
+            }
+            const char *mlp = r.mlp_kind == LM_MLP_MOE ? "MoE MLP" : "dense MLP";
+            bool ok = lm_layer_check_ok(&r);
+            printf("%-10s %-20s mixer %.3g (bound %.3g)", lm_isa_name(r.isa), r.name,
+                   r.mixer.max_error, r.mixer.bound);
+            print_check_unit(mlp, &r.mlp);
+            printf("  %s", ok ? "ok" : "FAILED");
+            print_check_failure("mixer", &r.mixer);
+            print_check_failure(mlp, &r.mlp);
+            putchar('\n');
+            passed += ok;
+            failed += !ok;
+            const lm_layer_check_unit *units[2] = {&r.mixer, &r.mlp};
+            for (int u = 0; u < 2; u++)
+                if (units[u]->max_error / units[u]->bound > worst / fmax(worst_bound, 1e-300)) {
+                    worst = units[u]->max_error;
+                    worst_bound = units[u]->bound;
+                    worst_case = r.name;
+                    worst_unit = u == 0 ? "mixer" : mlp;
+                    worst_isa = lm_isa_name(r.isa);
+                }
+        }
+    printf("longmix model --check: %zu layer checks on %zu path%s, %zu passed, %zu failed; "
+           "closest to its bound: %s %s on %s, %.3g of %.3g\n", passed + failed, count,
+           count == 1 ? "" : "s", passed, failed, worst_case, worst_unit, worst_isa, worst,
+           worst_bound);
+    return failed > 0 ? LM_EXIT_CHECK_FAILED : LM_EXIT_OK;
+}
+
 int lm_cmd_model(int argc, char **argv)
 {
     model_options o;
     int rc = parse_args(argc, argv, &o);
     if (rc != 0)
         return rc < 0 ? LM_EXIT_OK : rc;
+    if (o.check)
+        return run_checks(&o);
     static lm_model_spec specs[MODEL_MAX];
     size_t count;
     if ((rc = load_models(&o, specs, &count)) != 0)

@@ -288,3 +288,33 @@ test_bad_prompts_are_usage_errors() {
   expect_text err "llama3-8b (models/llama3-8b.json) prefill of 8192 tokens, batch 64 does not fit"
   [ ! -e "$WORK/m.csv" ]
 }
+
+test_check_runs_every_layer_kind_against_its_reference() {
+  expect_exit 0 "$LONGMIX" model --check --isa scalar
+  for c in "attention " "attention q_gate f16" "attention int8 cache" "sliding window 8" mla mamba1 mamba2 delta; do
+    grep -q "^scalar  *$c.* mixer [0-9.e+-]* (bound [0-9.e+-]*), \(dense\|MoE\) MLP [0-9.e+-]* (bound [0-9.e+-]*)  ok$" "$WORK/out" ||
+      { echo "no ok line for '$c' on scalar"; cat "$WORK/out"; return 1; }
+  done
+  expect_text out "mla                  mixer"
+  expect_text out "MoE MLP"
+  expect_text out "longmix model --check: 8 layer checks on 1 path, 8 passed, 0 failed"
+  # the default: every path this CPU runs, eight lines each
+  expect_exit 0 "$LONGMIX" model --check
+  paths=$(grep -c " ok$" "$WORK/out")
+  [ "$paths" -ge 8 ] && [ $((paths % 8)) = 0 ] || { echo "$paths ok lines"; return 1; }
+  expect_text out "$paths layer checks on $((paths / 8)) path"
+  ! grep -q FAILED "$WORK/out"
+  expect_exit 0 "$LONGMIX" model --help
+  expect_text out "--check [--isa LIST]"
+}
+
+test_check_refuses_bad_paths_and_measurement_options() {
+  expect_exit 2 "$LONGMIX" model --check --isa bogus
+  expect_text err "--isa: unknown ISA 'bogus'"
+  expect_exit 2 "$LONGMIX" model --check --preset llama3-8b
+  expect_text err "--check takes only --isa"
+  expect_exit 2 "$LONGMIX" model --isa scalar --dry-run
+  expect_text err "--isa goes with --check"
+  expect_exit 2 "$LONGMIX" model --check --isa
+  expect_text err "--isa needs a value"
+}
