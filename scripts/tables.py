@@ -131,16 +131,39 @@ def latex(t, caption_suffix):
                      for k, rows in enumerate(parts))
 
 
+# A table of more columns than this stacks its headings' words (at most STACK_CHARS a line)
+# and sets its cells a size smaller, so that it fits across a two-column page.
+STACK_COLUMNS, STACK_CHARS = 10, 6
+
+
+def _stacked(head):
+    """A heading as lines of at most STACK_CHARS characters (words kept whole), in a
+    one-column tabular aligned at its bottom line."""
+    lines = []
+    for w in head.split(" "):
+        if lines and len(lines[-1]) + 1 + len(w) <= STACK_CHARS:
+            lines[-1] += " " + w
+        else:
+            lines.append(w)
+    if len(lines) == 1:
+        return head
+    return r"\begin{tabular}[b]{@{}c@{}}" + "\\\\".join(lines) + r"\end{tabular}"
+
+
 def _latex_float(t, caption_suffix, units, rows, part, parts):
     """One float of table t holding `rows`, part `part` of `parts`."""
     heads = [tex_escape(c.name) + (f" ({units[i][1]})" if i in units else "")
              for i, c in enumerate(t.columns)]
+    many = len(t.columns) > STACK_COLUMNS
+    if many:
+        heads = [_stacked(h) for h in heads]
     spec = "".join(f"p{{{c.width}\\linewidth}}" if c.width else "r" if c.numeric else "l"
                    for c in t.columns)
     env = "table*" if t.wide else "table"
     of = f" (part {part} of {parts})" if parts > 1 else ""
     label = t.name.replace("_", "-") + (f"-{part}" if part > 1 else "")
-    lines = [r"\begin{" + env + "}[t]", r"\centering", r"\small", r"\setlength{\tabcolsep}{4pt}",
+    lines = [r"\begin{" + env + "}[t]", r"\centering", r"\footnotesize" if many else r"\small",
+             r"\setlength{\tabcolsep}{3pt}" if many else r"\setlength{\tabcolsep}{4pt}",
              r"\caption{" + tex_escape(t.title + of) + ". " + tex_escape(caption_suffix) + "}",
              r"\label{tab:longmix-" + label + "}",
              r"\begin{tabular}{" + spec + "}", r"\toprule", " & ".join(heads) + r" \\",
