@@ -224,10 +224,10 @@ static lm_status check_config(const layer_case *c, lm_layer_check_point p, const
         st = make_unit(c, LM_UNIT_MLP, p.weights, p.batch, p.ctx, ops, &mlp, &fref, err);
     if (st == LM_OK)
         st = step_layer(c, mixer, mref, mlp, fref, p, out, err);
+    lm_unit_ref_free(mref); /* the references first: they point at their units */
+    lm_unit_ref_free(fref);
     lm_unit_free(mixer);
     lm_unit_free(mlp);
-    lm_unit_ref_free(mref);
-    lm_unit_ref_free(fref);
     return st;
 }
 

@@ -19,7 +19,8 @@
 struct lm_unit_ref {
     const lm_unit *u;            /* shapes; the quantized caches (read only) */
     double *w[UNIT_DENSE_MAX];   /* dense[i] decoded {rows, cols} */
-    double **expert_w;           /* {expert_count x 3} decoded gate, up, down */
+    double **expert_w;           /* {expert_w_count} decoded gate, up, down of each expert */
+    size_t expert_w_count;       /* the unit's expert_count x 3 (kept: the ref may outlive it) */
     double *k, *v;               /* dense KV {batch, kv_heads, held, head_dim} */
     double *ckv, *w_uk, *w_uv;   /* MLA: {batch, held, latent + rope}; absorbed weights */
     double *a, *bias, *skip, *conv_w, *tail, *state; /* SSM / delta parameters and state */
@@ -420,6 +421,7 @@ lm_status lm_unit_ref_create(const lm_unit *u, lm_unit_ref **out, lm_error *err)
         ok = (r->w[i] = decode_dense(&u->dense[i])) != NULL;
     if (ok && u->expert_count > 0) {
         ok = (r->expert_w = calloc(u->expert_count * 3, sizeof *r->expert_w)) != NULL;
+        r->expert_w_count = ok ? u->expert_count * 3 : 0;
         for (size_t e = 0; e < u->expert_count * 3 && ok; e++)
             ok = (r->expert_w[e] = decode_dense(&u->experts[e])) != NULL;
     }
@@ -446,7 +448,7 @@ void lm_unit_ref_free(lm_unit_ref *r)
         return;
     for (size_t i = 0; i < UNIT_DENSE_MAX; i++)
         free(r->w[i]);
-    for (size_t e = 0; r->expert_w != NULL && e < r->u->expert_count * 3; e++)
+    for (size_t e = 0; e < r->expert_w_count; e++)
         free(r->expert_w[e]);
     free(r->expert_w);
     double *owned[] = {r->k, r->v, r->ckv, r->w_uk, r->w_uv, r->a, r->bias, r->skip,

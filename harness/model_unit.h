@@ -76,7 +76,9 @@ void lm_unit_gemm_take(lm_unit *u, double *seconds, double *flops);
  * and MLP units (dense and MoE); the LM head has none (LM_ERR_ARG). */
 typedef struct lm_unit_ref lm_unit_ref;
 
-/* Copies u now (call it before stepping u). LM_ERR_NOMEM, LM_ERR_ARG for a head unit. */
+/* Copies u now (call it before stepping u). The copy keeps a pointer to u for its shapes:
+ * step it only while u lives; freeing it needs nothing of u. LM_ERR_NOMEM, LM_ERR_ARG for
+ * a head unit. */
 lm_status lm_unit_ref_create(const lm_unit *u, lm_unit_ref **out, lm_error *err);
 void lm_unit_ref_free(lm_unit_ref *r);
 /* One decode step in float64: x {batch, d_model} in and out (the residual stream).
