@@ -82,15 +82,33 @@ static lm_status draw_qkv(lm_kcase *kcase, lm_rng *rng, size_t nq, size_t nk, do
     return LM_OK;
 }
 
+/* a's float32 q {nq}, k and v {nk} rounded to bfloat16 copies (case-owned), dtype BF16. */
+static lm_status to_bf16(lm_kcase *kcase, lm_attn_prefill_args *a, size_t nq, size_t nk,
+                         lm_error *err)
+{
+    uint16_t *q = lm_kcase_alloc(kcase, nq, sizeof *q), *k = lm_kcase_alloc(kcase, nk, sizeof *k);
+    uint16_t *v = lm_kcase_alloc(kcase, nk, sizeof *v);
+    if ((nq && q == NULL) || (nk && (k == NULL || v == NULL)))
+        return lm_fail(err, LM_ERR_NOMEM, "case %s: no memory for bfloat16 copies", kcase->id);
+    lm_kv_store(LM_KV_BF16, a->q, q, nq);
+    lm_kv_store(LM_KV_BF16, a->k, k, nk);
+    lm_kv_store(LM_KV_BF16, a->v, v, nk);
+    *a = (lm_attn_prefill_args){.o = a->o, .n = a->n, .heads = a->heads, .kv_heads = a->kv_heads,
+                                .head_dim = a->head_dim, .mask = a->mask, .scale = a->scale,
+                                .dtype = LM_KV_BF16, .q16 = q, .k16 = k, .v16 = v};
+    return LM_OK;
+}
+
 /* attn_prefill (old contract name attention_prefill): causal (masked) GQA prefill.
  * Recipe: q = rng.standard_normal((n, heads, head_dim)), k = rng.standard_normal((n,
- * kv_heads, head_dim)), v likewise; rounded to float32 for dtype f32. Output o {n, heads,
- * head_dim}. Options: mask (causal | window | window_global | strided), window, n_global,
- * stride, poison ("q": q[0, 0, 0] = NaN, for the non-finite bad-input case). */
+ * kv_heads, head_dim)), v likewise; rounded to float32 for dtype f32, to float32 then
+ * bfloat16 for dtype bf16 (the bf16 slot: BF16 dot products where the path has them).
+ * Output o {n, heads, head_dim}. Options: mask (causal | window | window_global | strided), window, n_global,
+ * stride, poison ("q" or "k": its element 0 = NaN, for the non-finite bad-input cases). */
 lm_status lm_kcase_attn_prefill(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
                                 lm_error *err)
 {
-    static const char *const dtypes[] = {"f32", "f64", NULL};
+    static const char *const dtypes[] = {"f32", "bf16", "f64", NULL};
     static const char *const options[] = {"mask", "window", "n_global", "stride", "poison",
                                           NULL};
     size_t n, heads, kv_heads, d;
@@ -110,14 +128,18 @@ lm_status lm_kcase_attn_prefill(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops,
     if (n > ((size_t)1 << 24) / (heads * d))
         return lm_fail(err, LM_ERR_SCHEMA, "case %s: n * heads * head_dim must be at most 2^24",
                        kcase->id);
+    lm_budget copies = lm_kcase_budget(kcase); /* dtype bf16: q, k, v in bfloat16 too */
+    if (strcmp(kcase->dtype, "bf16") == 0)
+        lm_budget_add(&copies, LM_PRODUCT(n, heads + 2 * kv_heads, d), sizeof(uint16_t));
     if ((status = reserve_qkv(kcase, LM_PRODUCT(n, heads, d), LM_PRODUCT(n, kv_heads, d), n,
-                              NULL, err)) != LM_OK)
+                              &copies, err)) != LM_OK)
         return status;
     const size_t nq = n * heads * d, nk = n * kv_heads * d;
     double *q, *k, *v; /* {n, heads, d}, {n, kv_heads, d} twice */
     if ((status = draw_qkv(kcase, rng, nq, nk, &q, &k, &v, out, err)) != LM_OK)
         return status;
-    if ((status = poison(kcase, "q", q, err)) != LM_OK)
+    if ((status = poison(kcase, "q", q, err)) != LM_OK ||
+        (status = poison(kcase, "k", k, err)) != LM_OK)
         return status;
     if (ops == NULL)
         return lm_attn_prefill_f64_ref(q, k, v, out->values, n, heads, kv_heads, d, &mask, err);
@@ -126,8 +148,11 @@ lm_status lm_kcase_attn_prefill(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops,
     float *of = lm_kcase_alloc(kcase, nq, sizeof(float));
     if ((nq && (qf == NULL || of == NULL)) || (nk && (kf == NULL || vf == NULL)))
         return lm_fail(err, LM_ERR_NOMEM, "case %s: no memory for float32 copies", kcase->id);
-    lm_attn_prefill_args a = {qf, kf, vf, of, n, heads, kv_heads, d, mask,
-                              1.0f / sqrtf((float)d)};
+    lm_attn_prefill_args a = {.q = qf, .k = kf, .v = vf, .o = of, .n = n, .heads = heads,
+                              .kv_heads = kv_heads, .head_dim = d, .mask = mask,
+                              .scale = 1.0f / sqrtf((float)d)};
+    if (strcmp(kcase->dtype, "bf16") == 0 && (status = to_bf16(kcase, &a, nq, nk, err)) != LM_OK)
+        return status;
     return lm_kcase_store_f32(lm_attn_prefill(&a, ops, NULL, err), out->values, of, nq);
 }
 

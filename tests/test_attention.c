@@ -80,8 +80,10 @@ Test(attention, prefill_matches_reference_on_every_path)
         for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
             if (!lm_isa_available((lm_isa)isa))
                 continue;
-            lm_attn_prefill_args a = {q, k, v, o, pc->n, pc->heads, pc->kv_heads, pc->d,
-                                      pc->mask, 1.0f / sqrtf((float)pc->d)};
+            lm_attn_prefill_args a = {.q = q, .k = k, .v = v, .o = o, .n = pc->n,
+                                      .heads = pc->heads, .kv_heads = pc->kv_heads,
+                                      .head_dim = pc->d, .mask = pc->mask,
+                                      .scale = 1.0f / sqrtf((float)pc->d)};
             lm_attn_counts counts;
             cr_assert_eq(lm_attn_prefill(&a, lm_ops_for((lm_isa)isa), &counts, &err), LM_OK,
                          "%s", err.message);
@@ -99,6 +101,76 @@ Test(attention, prefill_matches_reference_on_every_path)
             cr_assert(counts.tiles_computed <= counts.tiles_total);
         }
         free(q), free(k), free(v), free(o), free(qd), free(kd), free(vd), free(od);
+    }
+}
+
+/* The bf16 slot on bfloat16-rounded inputs. Paths without BF16 dot products widen the
+ * inputs and run the f32 kernel: bit for bit the f32 slot on the widened values. The
+ * avx512bf16 path rounds the softmax weights to bfloat16 before P V (relative error
+ * <= 2^-8 each, the row sums l kept in float32 from the unrounded weights), so its error
+ * is bounded by 2^-8 sum_j p_j |v_j| (the oracle run on |v|) plus the float32 tolerance. */
+Test(attention, prefill_bf16_matches_reference_on_every_path)
+{
+    for (size_t c = 0; c < sizeof prefill_cases / sizeof prefill_cases[0]; c++) {
+        const prefill_case *pc = &prefill_cases[c];
+        const size_t nq = pc->n * pc->heads * pc->d, nk = pc->n * pc->kv_heads * pc->d;
+        const size_t total = nq + 2 * nk;
+        float *x = malloc(total * sizeof *x), *o = malloc(nq * sizeof *o);
+        float *o32 = malloc(nq * sizeof *o32);
+        uint16_t *x16 = malloc(total * sizeof *x16);
+        double *xd = malloc(total * sizeof *xd), *od = malloc(nq * sizeof *od);
+        double *vabs = malloc(nk * sizeof *vabs), *oabs = malloc(nq * sizeof *oabs);
+        lm_rng rng;
+        lm_rng_seed(&rng, 3000 + c);
+        for (size_t i = 0; i < total; i++) { /* q, k, v rounded to bfloat16 */
+            const double scale = i < nq ? pc->scale_q : 1.0;
+            x16[i] = lm_bf16_from_f32((float)(lm_rng_standard_normal(&rng) * scale));
+            x[i] = lm_f32_from_bf16(x16[i]);
+            xd[i] = (double)x[i];
+        }
+        for (size_t i = 0; i < nk; i++)
+            vabs[i] = fabs(xd[nq + nk + i]);
+        lm_error err;
+        cr_assert_eq(lm_attn_prefill_f64_ref(xd, xd + nq, xd + nq + nk, od, pc->n, pc->heads,
+                                             pc->kv_heads, pc->d, &pc->mask, &err),
+                     LM_OK, "%s", err.message);
+        cr_assert_eq(lm_attn_prefill_f64_ref(xd, xd + nq, vabs, oabs, pc->n, pc->heads,
+                                             pc->kv_heads, pc->d, &pc->mask, &err),
+                     LM_OK, "%s", err.message);
+        for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
+            if (!lm_isa_available((lm_isa)isa))
+                continue;
+            const lm_ops *ops = lm_ops_for((lm_isa)isa);
+            lm_attn_prefill_args a = {.o = o, .n = pc->n, .heads = pc->heads,
+                                      .kv_heads = pc->kv_heads, .head_dim = pc->d,
+                                      .mask = pc->mask, .scale = 1.0f / sqrtf((float)pc->d),
+                                      .dtype = LM_KV_BF16, .q16 = x16, .k16 = x16 + nq,
+                                      .v16 = x16 + nq + nk};
+            cr_assert_eq(lm_attn_prefill(&a, ops, NULL, &err), LM_OK, "%s", err.message);
+            lm_attn_prefill_args f = {.q = x, .k = x + nq, .v = x + nq + nk, .o = o32,
+                                      .n = pc->n, .heads = pc->heads, .kv_heads = pc->kv_heads,
+                                      .head_dim = pc->d, .mask = pc->mask, .scale = a.scale};
+            cr_assert_eq(lm_attn_prefill(&f, ops, NULL, &err), LM_OK, "%s", err.message);
+            const bool dot = isa == LM_ISA_AVX512BF16 && pc->d % 16 == 0;
+            double worst = 0.0, max_abs = 0.0;
+            for (size_t i = 0; i < nq; i++) {
+                const double e = fabs((double)o[i] - od[i]);
+                const double bound = ATOL + RTOL * fabs(od[i]) + (dot ? 0x1p-8 * oabs[i] : 0.0);
+                cr_assert(e == e, "NaN at %zu", i);
+                worst = e / bound > worst ? e / bound : worst;
+                max_abs = e > max_abs ? e : max_abs;
+            }
+            cr_log_info("prefill bf16 isa=%s n=%zu H=%zu Hkv=%zu d=%zu dot=%d max|err|=%.2e "
+                        "(%.2f of the bound)", lm_isa_name((lm_isa)isa), pc->n, pc->heads,
+                        pc->kv_heads, pc->d, (int)dot, max_abs, worst);
+            cr_assert(worst <= 1.0, "bf16 prefill case %zu isa %s: max|err| %.3e over the bound",
+                      c, lm_isa_name((lm_isa)isa), max_abs);
+            if (!dot)
+                cr_assert(memcmp(o, o32, nq * sizeof *o) == 0,
+                          "case %zu isa %s: the widening bf16 slot equals the f32 one", c,
+                          lm_isa_name((lm_isa)isa));
+        }
+        free(x), free(o), free(o32), free(x16), free(xd), free(od), free(vabs), free(oabs);
     }
 }
 
@@ -137,7 +209,9 @@ Test(attention, sparse_kinds_skip_empty_tiles)
 {
     enum { n = 1000, d = 16 };
     float *q = calloc(n * d, sizeof *q), *o = malloc(n * d * sizeof *o);
-    lm_attn_prefill_args a = {q, q, q, o, n, 1, 1, d, {LM_ATTN_MASK_WINDOW, 64, 0, 0}, 0.25f};
+    lm_attn_prefill_args a = {.q = q, .k = q, .v = q, .o = o, .n = n, .heads = 1, .kv_heads = 1,
+                              .head_dim = d, .mask = {LM_ATTN_MASK_WINDOW, 64, 0, 0},
+                              .scale = 0.25f};
     lm_attn_counts counts;
     cr_assert_eq(lm_attn_prefill(&a, lm_ops_active(), &counts, NULL), LM_OK);
     /* a 64-window reaches at most 3 key tiles of 32 behind a 64-row query tile, plus up to
@@ -273,7 +347,8 @@ Test(attention, bad_input_gets_a_status)
 
     float x[4 * 16] = {0}, o[4 * 16];
     x[5] = NAN;
-    lm_attn_prefill_args a = {x, x, x, o, 4, 1, 1, 16, causal, 0.25f};
+    lm_attn_prefill_args a = {.q = x, .k = x, .v = x, .o = o, .n = 4, .heads = 1, .kv_heads = 1,
+                              .head_dim = 16, .mask = causal, .scale = 0.25f};
     cr_assert_eq(lm_attn_prefill(&a, lm_ops_active(), NULL, &err), LM_ERR_NONFINITE);
     a.n = 0;
     cr_assert_eq(lm_attn_prefill(&a, lm_ops_active(), NULL, &err), LM_ERR_SHAPE);

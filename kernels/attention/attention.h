@@ -195,7 +195,9 @@ lm_status lm_attn_decode_f64_ref(const double *q, const double *k, const double 
 
 /* ---- fast kernels (one per ISA; shapes are the driver's to validate) ---------------- */
 
-/* Everything a prefill kernel reads. Pointers as lm_attn_prefill_f64_ref, in float32. */
+/* Everything a prefill kernel reads. Pointers as lm_attn_prefill_f64_ref: q, k, v in
+ * float32 when dtype is LM_KV_F32 (the default of a zeroed struct), or q16, k16, v16 in
+ * bfloat16 (same shapes) when dtype is LM_KV_BF16; the output o is float32 either way. */
 typedef struct lm_attn_prefill_args {
     const float *q; /* {n, heads, head_dim} */
     const float *k; /* {n, kv_heads, head_dim} */
@@ -204,26 +206,31 @@ typedef struct lm_attn_prefill_args {
     size_t n, heads, kv_heads, head_dim;
     lm_attn_mask mask;
     float scale; /* 1 / sqrt(head_dim) */
+    lm_kv_dtype dtype;                   /* F32 or BF16 (the inputs' type) */
+    const uint16_t *q16, *k16, *v16;     /* dtype BF16: bfloat16 q, k, v */
 } lm_attn_prefill_args;
 
-/* Floats of workspace (64-byte aligned) one prefill kernel call of lm_attn_prefill needs:
- * the packed K and V tiles {TILE_K, head_dim} each, scores and mask bias {TILE_K, TILE_Q}
- * each, a rescale {TILE_Q}, and per (query tile, query head) slot of the call Qt
- * {head_dim, TILE_Q}, an accumulator {TILE_Q, head_dim} and the running max and sum
- * {TILE_Q} each; lm_attn_prefill forms up to LM_ATTN_PREFILL_HEADS x
+/* Floats of workspace (64-byte aligned) one prefill kernel call of lm_attn_prefill needs,
+ * the larger of the two layouts. float32 inputs (and bfloat16 ones widened on paths
+ * without BF16 dot products): the packed K and V tiles {TILE_K, head_dim} each, scores and
+ * mask bias {TILE_K, TILE_Q} each, a rescale {TILE_Q}, and per (query tile, query head)
+ * slot of the call Qt {head_dim, TILE_Q}, an accumulator {TILE_Q, head_dim} and the
+ * running max and sum {TILE_Q} each. bfloat16 dot products (avx512bf16): K and V in
+ * bfloat16 (V pair-interleaved), the weights P also as bfloat16 pairs, Qt as bfloat16
+ * pairs {head_dim / 2, TILE_Q}. lm_attn_prefill forms up to LM_ATTN_PREFILL_HEADS x
  * LM_ATTN_PREFILL_TILES slots per call at head_dim <= 128, fewer for wider heads. */
 size_t lm_attn_prefill_workspace_floats(size_t head_dim);
 
-/* Prefill kernel: query heads [head_begin, head_end), which must share one KV head and
- * number 1..LM_ATTN_PREFILL_HEADS, over query tiles [tile_begin, tile_end) of
- * LM_ATTN_TILE_Q rows, 1..LM_ATTN_PREFILL_TILES of them; the workspace must hold that many
- * (tile, head) slots. Each K/V tile is read once for all the slots. Writes those rows of o
- * and adds what it computed to *counts (summed over the heads). head_dim must be a
- * multiple of 16 on the SIMD paths (any on scalar). Online softmax: never an n x n matrix. */
-#define LM_ATTN_PREFILL_DECLARE(isa)                                                           \
-    void lm_attn_prefill_f32_##isa(const lm_attn_prefill_args *a, size_t head_begin,           \
-                                   size_t head_end, size_t tile_begin, size_t tile_end,         \
-                                   float *workspace, lm_attn_counts *counts)
+/* Prefill kernels (slots attn_prefill_f32 and attn_prefill_bf16, the inputs' dtype): query
+ * heads [head_begin, head_end), which must share one KV head and number
+ * 1..LM_ATTN_PREFILL_HEADS, over query tiles [tile_begin, tile_end) of LM_ATTN_TILE_Q rows,
+ * 1..LM_ATTN_PREFILL_TILES of them; the workspace must hold that many (tile, head) slots.
+ * Each K/V tile is read once for all the slots. Writes those rows of o and adds what it
+ * computed to *counts (summed over the heads). head_dim must be a multiple of 16 on the
+ * SIMD paths (any on scalar). Online softmax: never an n x n matrix. The bf16 slot sums in
+ * float32: with BF16 dot products (avx512bf16) q.k is exact per pair of products and the
+ * softmax weights P are rounded to bfloat16 before P V (relative error <= 2^-8 per weight,
+ * docs/kernels.md); the other paths widen q, k, v to float32 and run the f32 kernel. */
 
 /* Floats of workspace one decode kernel call needs for `group` query heads. */
 size_t lm_attn_decode_workspace_floats(size_t group);
@@ -242,9 +249,10 @@ size_t lm_attn_decode_workspace_floats(size_t group);
 
 /* Runs a prefill with the kernels of `ops` (NULL: the active path), splitting (KV head,
  * block of its query heads, block of query tiles) work over OpenMP threads. head_dim not a
- * multiple of 16 falls back to the scalar kernel. Statuses: as lm_attn_prefill_check,
- * LM_ERR_NONFINITE for NaN/Inf in q, k or v, LM_ERR_NOMEM. counts (optional) receives the
- * totals over all heads. */
+ * multiple of 16 falls back to the scalar kernel. a->dtype picks the slot (f32 or bf16).
+ * Statuses: as lm_attn_prefill_check, LM_ERR_ARG for a dtype other than f32 or bf16 or a
+ * NULL array of it, LM_ERR_NONFINITE for NaN/Inf in q, k or v, LM_ERR_NOMEM. counts
+ * (optional) receives the totals over all heads. */
 lm_status lm_attn_prefill(const lm_attn_prefill_args *a, const lm_ops *ops,
                           lm_attn_counts *counts, lm_error *err);
 

@@ -62,9 +62,13 @@ static size_t prefill_slot_budget(size_t head_dim)
 
 size_t lm_attn_prefill_workspace_floats(size_t head_dim)
 {
-    const size_t tq = LM_ATTN_TILE_Q, tk = LM_ATTN_TILE_K;
-    return 2 * tk * head_dim + 2 * tk * tq + tq +
-           prefill_slot_budget(head_dim) * (2 * head_dim * tq + 2 * tq);
+    const size_t tq = LM_ATTN_TILE_Q, tk = LM_ATTN_TILE_K, slots = prefill_slot_budget(head_dim);
+    /* float32 tiles (prefill_body.h), then bfloat16 ones with the paired weights
+     * (prefill_bf16.h); head_dim is even wherever the bf16 layout is used */
+    const size_t f32 = 2 * tk * head_dim + 2 * tk * tq + tq + slots * (2 * head_dim * tq + 2 * tq);
+    const size_t bf16 = tk * head_dim + 2 * tk * tq + tk * tq / 2 + tq +
+                        slots * (head_dim * tq / 2 + head_dim * tq + 2 * tq);
+    return f32 > bf16 ? f32 : bf16;
 }
 
 size_t lm_attn_decode_workspace_floats(size_t group) { return group * LM_ATTN_DECODE_BLOCK; }
@@ -75,6 +79,55 @@ size_t lm_attn_decode_workspace_floats(size_t group) { return group * LM_ATTN_DE
 static const lm_ops *pick_ops(const lm_ops *ops, size_t head_dim)
 {
     return head_dim % 16 != 0 && ops->isa != LM_ISA_SCALAR ? lm_ops_for(LM_ISA_SCALAR) : ops;
+}
+
+/* True when no bfloat16 x[i] is NaN or +-inf (exponent bits all ones). */
+static bool all_finite_bf16(const uint16_t *x, size_t count)
+{
+    uint32_t bad = 0;
+    for (size_t i = 0; i < count; i++)
+        bad += (x[i] & 0x7f80u) == 0x7f80u;
+    return bad == 0;
+}
+
+static bool all_finite_bf16_parallel(const uint16_t *x, size_t count)
+{
+    enum { CHUNK = 1 << 17 };
+    const long chunks = (long)((count + CHUNK - 1) / CHUNK);
+    int bad = 0;
+#pragma omp parallel for schedule(static) reduction(| : bad) if (chunks > 4)
+    for (long c = 0; c < chunks; c++) {
+        const size_t begin = (size_t)c * CHUNK;
+        bad |= !all_finite_bf16(x + begin, count - begin < CHUNK ? count - begin : CHUNK);
+    }
+    return bad == 0;
+}
+
+/* The prefill's input arrays of its dtype: present and finite. */
+static lm_status prefill_check_inputs(const lm_attn_prefill_args *a, lm_error *err)
+{
+    const size_t nq = a->n * a->heads * a->head_dim, nk = a->n * a->kv_heads * a->head_dim;
+    if (a->dtype != LM_KV_F32 && a->dtype != LM_KV_BF16)
+        return lm_fail(err, LM_ERR_ARG, "prefill dtype must be f32 or bf16 (no f16 compute path)");
+    const bool bf16 = a->dtype == LM_KV_BF16;
+    if (a->o == NULL || (bf16 ? a->q16 == NULL || a->k16 == NULL || a->v16 == NULL
+                              : a->q == NULL || a->k == NULL || a->v == NULL))
+        return lm_fail(err, LM_ERR_ARG, "q, k, v (of the dtype, %s) and o must not be NULL",
+                       bf16 ? "bf16" : "f32");
+    const char *bad = NULL;
+    if (bf16)
+        bad = !all_finite_bf16_parallel(a->q16, nq)   ? "q"
+              : !all_finite_bf16_parallel(a->k16, nk) ? "k"
+              : !all_finite_bf16_parallel(a->v16, nk) ? "v"
+                                                      : NULL;
+    else
+        bad = !all_finite_f32_parallel(a->q, nq)   ? "q"
+              : !all_finite_f32_parallel(a->k, nk) ? "k"
+              : !all_finite_f32_parallel(a->v, nk) ? "v"
+                                                   : NULL;
+    if (bad != NULL)
+        return lm_fail(err, LM_ERR_NONFINITE, "%s must contain only finite values", bad);
+    return LM_OK;
 }
 
 lm_status lm_attn_prefill(const lm_attn_prefill_args *a, const lm_ops *ops,
@@ -88,16 +141,12 @@ lm_status lm_attn_prefill(const lm_attn_prefill_args *a, const lm_ops *ops,
         lm_attn_prefill_check(a->n, a->heads, a->kv_heads, a->head_dim, &a->mask, err);
     if (status != LM_OK)
         return status;
-    if (a->q == NULL || a->k == NULL || a->v == NULL || a->o == NULL)
-        return lm_fail(err, LM_ERR_ARG, "q, k, v and o must not be NULL");
-    if (!all_finite_f32_parallel(a->q, a->n * a->heads * a->head_dim))
-        return lm_fail(err, LM_ERR_NONFINITE, "q must contain only finite values");
-    if (!all_finite_f32_parallel(a->k, a->n * a->kv_heads * a->head_dim))
-        return lm_fail(err, LM_ERR_NONFINITE, "k must contain only finite values");
-    if (!all_finite_f32_parallel(a->v, a->n * a->kv_heads * a->head_dim))
-        return lm_fail(err, LM_ERR_NONFINITE, "v must contain only finite values");
+    if ((status = prefill_check_inputs(a, err)) != LM_OK)
+        return status;
 
     const lm_ops *run = pick_ops(ops, a->head_dim);
+    lm_attn_prefill_fn *const kernel =
+        a->dtype == LM_KV_BF16 ? run->attn_prefill_bf16 : run->attn_prefill_f32;
     /* an item: `block` query heads of one KV head x `span` query tiles, within the budget */
     const size_t group = a->heads / a->kv_heads, budget = prefill_slot_budget(a->head_dim);
     size_t block = group < LM_ATTN_PREFILL_HEADS ? group : LM_ATTN_PREFILL_HEADS;
@@ -130,7 +179,7 @@ lm_status lm_attn_prefill(const lm_attn_prefill_args *a, const lm_ops *ops,
             const size_t g = (size_t)item % per_tile / blocks, b = (size_t)item % blocks;
             const size_t h0 = g * group + b * block;
             const size_t h1 = h0 + block < (g + 1) * group ? h0 + block : (g + 1) * group;
-            run->attn_prefill_f32(a, h0, h1, t0, t1, ws, &mine);
+            kernel(a, h0, h1, t0, t1, ws, &mine);
         }
 #pragma omp critical(lm_attn_prefill_counts)
         {

@@ -1,6 +1,7 @@
 /* The attention kernels written once over a thin SIMD mapping layer. Each ISA file
  * (scalar.c, avx2.c, avx512.c, neon.c) defines the layer below, then includes this file,
- * which defines lm_attn_prefill_f32_<isa> and lm_attn_decode_{f32,f16,bf16}_<isa>.
+ * which defines lm_attn_prefill_{f32,bf16}_<isa> and lm_attn_decode_{f32,f16,bf16}_<isa>
+ * (avx512bf16_prefill.c: lm_attn_prefill_bf16_avx512bf16 alone).
  *
  * The layer, W lanes of float per vector `LM_V`:
  *   LM_ISA_SUFFIX         name suffix (scalar, avx2, ...)
@@ -42,8 +43,9 @@ static inline size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
 /* ---- decode ------------------------------------------------------------------------ */
 
 /* A path with its own decode kernels (avx512: avx512_decode.c) defines
- * LM_ATTN_OWN_DECODE before including this file. */
-#ifndef LM_ATTN_OWN_DECODE
+ * LM_ATTN_OWN_DECODE before including this file; the file of the prefill on BF16 dot
+ * products (avx512bf16_prefill.c, LM_ATTN_PREFILL_BF16_DOT) defines no decode. */
+#if !defined(LM_ATTN_OWN_DECODE) && !defined(LM_ATTN_PREFILL_BF16_DOT)
 
 enum { DEC_F32 = 0, DEC_F16 = 1, DEC_BF16 = 2, BKD = LM_ATTN_DECODE_BLOCK };
 
@@ -199,4 +201,4 @@ LM_DECODE_DEFINE(bf16, LM_ISA_SUFFIX)
 {
     decode_body(q, k, v, n, d, group, scale, m, l, acc, workspace, DEC_BF16);
 }
-#endif /* LM_ATTN_OWN_DECODE */
+#endif /* decode */

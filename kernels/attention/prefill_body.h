@@ -19,7 +19,12 @@
  *     registers, then stores acc e^(m_old - m_new) + P V; acc is divided by the row sums
  *     and written to o once per query tile.
  * Partial tiles (the diagonal, window edges) add a bias {TK, TQ} of 0 / -inf built once
- * per key tile for the whole head block. */
+ * per key tile for the whole head block.
+ *
+ * Three input modes share this loop (prefill_run's `mode`): PF_F32 (float32 q, k, v),
+ * PF_WIDEN (bfloat16 q, k, v widened to float32 as they are packed, then the f32 kernel)
+ * and PF_DOT (bfloat16 with BF16 dot products, prefill_bf16.h: the file that defines
+ * LM_ATTN_PREFILL_BF16_DOT). */
 
 enum { TQ = LM_ATTN_TILE_Q, TK = LM_ATTN_TILE_K, QV = LM_ATTN_TILE_Q / LM_W };
 _Static_assert(LM_ATTN_TILE_Q % (LM_W * PF_NV) == 0, "query tile must hold whole micro-tiles");
@@ -107,20 +112,20 @@ LM_INLINE void prefill_softmax(float *restrict st, const float *restrict bias, s
  * at a time between P V micro-tiles: a burst of hundreds would fill the miss queues and
  * stall the loads of the computation. */
 typedef struct prefill_prefetch {
-    const float *k, *v; /* row 0 of the next tile */
-    size_t ld, d;       /* row stride, row length (floats) */
+    const char *k, *v; /* row 0 of the next tile */
+    size_t ld, bytes;  /* row stride, row length (bytes) */
     size_t rows, row, col;
     size_t quota; /* lines of K (and of V) per step */
 } prefill_prefetch;
 
 LM_INLINE void prefill_prefetch_step(prefill_prefetch *pf)
 {
-    enum { LINE = 64 / sizeof(float) };
+    enum { LINE = 64 };
     for (size_t i = 0; i < pf->quota && pf->row < pf->rows; i++) {
         __builtin_prefetch(pf->k + pf->row * pf->ld + pf->col, 0, 2);
         __builtin_prefetch(pf->v + pf->row * pf->ld + pf->col, 0, 2);
         pf->col += LINE;
-        if (pf->col >= pf->d) {
+        if (pf->col >= pf->bytes) {
             pf->col = 0;
             pf->row++;
         }
@@ -193,17 +198,24 @@ LM_INLINE void prefill_pv(const float *restrict st, const float *restrict vp, si
     }
 }
 
-/* Qt {d, TQ} = q rows [i0, i0 + rows) of one head, transposed and scaled (rows past n: 0);
- * m = -FLT_MAX, l = 0, acc = 0. */
-LM_INLINE void prefill_start(const float *restrict qh, size_t ldq, size_t i0, size_t rows,
-                             size_t d, float scale, float *restrict qt, float *restrict acc,
-                             float *restrict m, float *restrict l)
+/* The input modes of prefill_run (constants after inlining). */
+enum { PF_F32 = 0, PF_WIDEN = 1, PF_DOT = 2 };
+
+/* Qt {d, TQ} = q rows [i0, i0 + rows) of one head, transposed and scaled (rows past n: 0),
+ * from float32 q (mode PF_F32) or bfloat16 q16 (PF_WIDEN); m = -FLT_MAX, l = 0, acc = 0. */
+LM_INLINE void prefill_start(const void *qh, size_t ldq, size_t i0, size_t rows, size_t d,
+                             float scale, float *restrict qt, float *restrict acc,
+                             float *restrict m, float *restrict l, int mode)
 {
     for (size_t r = 0; r < TQ; r++) {
-        if (r < rows) {
-            const float *qrow = qh + (i0 + r) * ldq;
+        if (r < rows && mode == PF_F32) {
+            const float *qrow = (const float *)qh + (i0 + r) * ldq;
             for (size_t c = 0; c < d; c++)
                 qt[c * TQ + r] = qrow[c] * scale;
+        } else if (r < rows) {
+            const uint16_t *qrow = (const uint16_t *)qh + (i0 + r) * ldq;
+            for (size_t c = 0; c < d; c++)
+                qt[c * TQ + r] = lm_f32_from_bf16(qrow[c]) * scale;
         } else { /* rows past n score 0 and are never written */
             for (size_t c = 0; c < d; c++)
                 qt[c * TQ + r] = 0.0f;
@@ -214,27 +226,73 @@ LM_INLINE void prefill_start(const float *restrict qh, size_t ldq, size_t i0, si
     memset(acc, 0, rows * d * sizeof(float));
 }
 
-void LM_NAME(lm_attn_prefill_f32)(const lm_attn_prefill_args *a, size_t head_begin,
-                                  size_t head_end, size_t tile_begin, size_t tile_end,
-                                  float *workspace, lm_attn_counts *counts)
+/* Kp, Vp {cnt, d} = key rows [j0, j0 + cnt) of one KV head (row stride ld elements), as
+ * float32 (PF_WIDEN widens bfloat16; d is a multiple of LM_W on every path). */
+LM_INLINE void prefill_pack_f32(const void *kh, const void *vh, size_t ld, size_t j0,
+                                size_t cnt, size_t d, float *restrict kp, float *restrict vp,
+                                int mode)
+{
+    for (size_t jj = 0; jj < cnt; jj++) {
+        if (mode == PF_F32) {
+            memcpy(kp + jj * d, (const float *)kh + (j0 + jj) * ld, d * sizeof(float));
+            memcpy(vp + jj * d, (const float *)vh + (j0 + jj) * ld, d * sizeof(float));
+            continue;
+        }
+        const uint16_t *krow = (const uint16_t *)kh + (j0 + jj) * ld;
+        const uint16_t *vrow = (const uint16_t *)vh + (j0 + jj) * ld;
+        for (size_t c = 0; c < d; c += LM_W) {
+            V_STOREU(kp + jj * d + c, V_LOAD_BF16(krow + c));
+            V_STOREU(vp + jj * d + c, V_LOAD_BF16(vrow + c));
+        }
+    }
+}
+
+#ifdef LM_ATTN_PREFILL_BF16_DOT
+#include "prefill_bf16.h"
+#endif
+
+/* Where a call's workspace puts what (lm_attn_prefill_workspace_floats gives the size). */
+typedef struct prefill_ws {
+    float *kp, *vp;   /* this key tile's keys and values (PF_DOT: bfloat16, V paired) */
+    float *st, *bias; /* {TK, TQ} scores, then weights; 0 or -inf on partial tiles */
+    float *pp;        /* PF_DOT: the weights as bfloat16 pairs {TK / 2, TQ} */
+    float *alpha;     /* {TQ} rescale of this tile */
+    float *slots;     /* per (query tile ti, head h) at ti hb + h: Qt, acc {TQ, d}, m, l */
+    size_t qt_floats, slot_floats;
+} prefill_ws;
+
+LM_INLINE prefill_ws prefill_layout(float *workspace, size_t d, int mode)
+{
+    const size_t tile = mode == PF_DOT ? TK * d / 2 : TK * d; /* K or V tile */
+    prefill_ws w;
+    w.kp = workspace;
+    w.vp = w.kp + tile;
+    w.st = w.vp + tile;
+    w.bias = w.st + TK * TQ;
+    w.pp = w.bias + TK * TQ;
+    w.alpha = w.pp + (mode == PF_DOT ? TK * TQ / 2 : 0);
+    w.slots = w.alpha + TQ;
+    w.qt_floats = mode == PF_DOT ? d * TQ / 2 : d * TQ;
+    w.slot_floats = w.qt_floats + d * TQ + 2 * TQ;
+    return w;
+}
+
+/* One prefill kernel call (lm_attn_prefill_f32 / _bf16) in input mode `mode`. */
+LM_INLINE void prefill_run(const lm_attn_prefill_args *a, size_t head_begin, size_t head_end,
+                           size_t tile_begin, size_t tile_end, float *workspace,
+                           lm_attn_counts *counts, int mode)
 {
     const size_t n = a->n, d = a->head_dim, heads = a->heads, kv_heads = a->kv_heads;
     const size_t hb = head_end - head_begin, nt = tile_end - tile_begin;
     const size_t g = head_begin / (heads / kv_heads);
     const size_t ldq = heads * d, ldk = kv_heads * d;
-    const float *kh = a->k + g * d; /* k[j, g, :] at kh + j ldk */
-    const float *vh = a->v + g * d;
-    /* workspace layout: see lm_attn_prefill_workspace_floats */
-    float *kp = workspace;         /* {TK, d} this key tile's keys */
-    float *vp = kp + TK * d;       /* {TK, d} its values */
-    float *st = vp + TK * d;       /* {TK, TQ} scores, then weights */
-    float *bias = st + TK * TQ;    /* {TK, TQ} 0 or -inf on partial tiles */
-    float *alpha = bias + TK * TQ; /* {TQ} rescale of this tile */
-    /* slot (query tile ti, head h) at ti hb + h: Qt {d, TQ}, acc {TQ, d}, m {TQ}, l {TQ} */
-    float *slots = alpha + TQ;
-    const size_t slot_floats = 2 * d * TQ + 2 * TQ;
-#define LM_SLOT_QT(ti, h) (slots + ((ti) * hb + (h)) * slot_floats)
-#define LM_SLOT_ACC(ti, h) (LM_SLOT_QT(ti, h) + d * TQ)
+    const size_t esize = mode == PF_F32 ? sizeof(float) : sizeof(uint16_t);
+    const char *q = mode == PF_F32 ? (const char *)a->q : (const char *)a->q16;
+    const char *kh = (mode == PF_F32 ? (const char *)a->k : (const char *)a->k16) + g * d * esize;
+    const char *vh = (mode == PF_F32 ? (const char *)a->v : (const char *)a->v16) + g * d * esize;
+    const prefill_ws w = prefill_layout(workspace, d, mode);
+#define LM_SLOT_QT(ti, h) (w.slots + ((ti) * hb + (h)) * w.slot_floats)
+#define LM_SLOT_ACC(ti, h) (LM_SLOT_QT(ti, h) + w.qt_floats)
 #define LM_SLOT_M(ti, h) (LM_SLOT_ACC(ti, h) + TQ * d)
 #define LM_SLOT_L(ti, h) (LM_SLOT_M(ti, h) + TQ)
     const size_t i_end = min_size(tile_end * TQ, n); /* rows of the block: [tile_begin TQ, i_end) */
@@ -242,10 +300,19 @@ void LM_NAME(lm_attn_prefill_f32)(const lm_attn_prefill_args *a, size_t head_beg
 
     for (size_t ti = 0; ti < nt; ti++) {
         const size_t i0 = (tile_begin + ti) * TQ, rows = min_size(i0 + TQ, n) - i0;
-        for (size_t h = 0; h < hb; h++)
-            prefill_start(a->q + (head_begin + h) * d, ldq, i0, rows, d, a->scale,
-                          LM_SLOT_QT(ti, h), LM_SLOT_ACC(ti, h), LM_SLOT_M(ti, h),
-                          LM_SLOT_L(ti, h));
+        for (size_t h = 0; h < hb; h++) {
+            const char *qh = q + (head_begin + h) * d * esize;
+#ifdef LM_ATTN_PREFILL_BF16_DOT
+            if (mode == PF_DOT) {
+                prefill_start_bf16((const uint16_t *)(const void *)qh, ldq, i0, rows, d,
+                                   LM_SLOT_QT(ti, h), LM_SLOT_ACC(ti, h), LM_SLOT_M(ti, h),
+                                   LM_SLOT_L(ti, h));
+                continue;
+            }
+#endif
+            prefill_start(qh, ldq, i0, rows, d, a->scale, LM_SLOT_QT(ti, h), LM_SLOT_ACC(ti, h),
+                          LM_SLOT_M(ti, h), LM_SLOT_L(ti, h), mode);
+        }
     }
 
     for (size_t j0 = 0; j0 < i_end; j0 += TK) {
@@ -268,17 +335,22 @@ void LM_NAME(lm_attn_prefill_f32)(const lm_attn_prefill_args *a, size_t head_beg
         }
         if (steps == 0)
             continue;
-        for (size_t jj = 0; jj < j_end - j0; jj++) { /* one copy for every (tile, head) */
-            memcpy(kp + jj * d, kh + (j0 + jj) * ldk, d * sizeof(float));
-            memcpy(vp + jj * d, vh + (j0 + jj) * ldk, d * sizeof(float));
-        }
+        /* one copy for every (tile, head) */
+#ifdef LM_ATTN_PREFILL_BF16_DOT
+        if (mode == PF_DOT)
+            prefill_pack_bf16((const uint16_t *)(const void *)kh,
+                              (const uint16_t *)(const void *)vh, ldk, j0, j_end - j0, d,
+                              (uint16_t *)(void *)w.kp, (uint32_t *)(void *)w.vp);
+        else
+#endif
+            prefill_pack_f32(kh, vh, ldk, j0, j_end - j0, d, w.kp, w.vp, mode);
         /* the rows of the tile after next, requested a few lines at a time between this
          * tile's P V micro-tiles */
         const size_t jf = j_end + TK;
         const size_t jn = jf < i_end ? jf : j0; /* no such tile: nothing to fetch */
-        prefill_prefetch pf = {kh + jn * ldk, vh + jn * ldk, ldk, d,
-                               jf < i_end ? min_size(TK, i_end - jf) : 0, 0, 0, 0};
-        pf.quota = (pf.rows * ((d + 15) / 16) + steps - 1) / steps;
+        prefill_prefetch pf = {kh + jn * ldk * esize, vh + jn * ldk * esize, ldk * esize,
+                               d * esize, jf < i_end ? min_size(TK, i_end - jf) : 0, 0, 0, 0};
+        pf.quota = (pf.rows * ((d * esize + 63) / 64) + steps - 1) / steps;
 
         for (size_t ti = 0; ti < nt; ti++) {
             if (cls[ti] == LM_TILE_EMPTY)
@@ -288,15 +360,26 @@ void LM_NAME(lm_attn_prefill_f32)(const lm_attn_prefill_args *a, size_t head_beg
             if (cls[ti] == LM_TILE_PARTIAL) /* shared by the heads */
                 for (size_t jj = 0; jj < cols; jj++)
                     for (size_t r = 0; r < TQ; r++)
-                        bias[jj * TQ + r] =
+                        w.bias[jj * TQ + r] =
                             r >= rows || lm_attn_mask_allows(&a->mask, i0 + r, j0 + jj)
                                 ? 0.0f
                                 : -INFINITY;
+            const float *bias = cls[ti] == LM_TILE_PARTIAL ? w.bias : NULL;
             for (size_t h = 0; h < hb; h++) {
-                prefill_scores(kp, LM_SLOT_QT(ti, h), st, cols, d);
-                prefill_softmax(st, cls[ti] == LM_TILE_PARTIAL ? bias : NULL, cols,
-                                LM_SLOT_M(ti, h), LM_SLOT_L(ti, h), alpha);
-                prefill_pv(st, vp, cols, rows, d, LM_SLOT_ACC(ti, h), alpha, &pf);
+#ifdef LM_ATTN_PREFILL_BF16_DOT
+                if (mode == PF_DOT) {
+                    prefill_tile_bf16((const uint16_t *)(const void *)w.kp,
+                                      (const uint32_t *)(const void *)w.vp,
+                                      (const uint32_t *)(const void *)LM_SLOT_QT(ti, h), w.st,
+                                      bias, (uint32_t *)(void *)w.pp, cols, rows, d, a->scale,
+                                      LM_SLOT_M(ti, h), LM_SLOT_L(ti, h), w.alpha,
+                                      LM_SLOT_ACC(ti, h), &pf);
+                    continue;
+                }
+#endif
+                prefill_scores(w.kp, LM_SLOT_QT(ti, h), w.st, cols, d);
+                prefill_softmax(w.st, bias, cols, LM_SLOT_M(ti, h), LM_SLOT_L(ti, h), w.alpha);
+                prefill_pv(w.st, w.vp, cols, rows, d, LM_SLOT_ACC(ti, h), w.alpha, &pf);
             }
         }
     }
@@ -322,3 +405,30 @@ void LM_NAME(lm_attn_prefill_f32)(const lm_attn_prefill_args *a, size_t head_beg
     counts->tiles_computed += tiles_computed * hb;
     counts->pairs_computed += pairs * hb;
 }
+
+#ifdef LM_ATTN_PREFILL_BF16_DOT
+/* The path with BF16 dot products defines only the bf16 slot (its f32 slot is its
+ * parent's). */
+void LM_NAME(lm_attn_prefill_bf16)(const lm_attn_prefill_args *a, size_t head_begin,
+                                   size_t head_end, size_t tile_begin, size_t tile_end,
+                                   float *workspace, lm_attn_counts *counts)
+{
+    prefill_run(a, head_begin, head_end, tile_begin, tile_end, workspace, counts, PF_DOT);
+}
+#else
+void LM_NAME(lm_attn_prefill_f32)(const lm_attn_prefill_args *a, size_t head_begin,
+                                  size_t head_end, size_t tile_begin, size_t tile_end,
+                                  float *workspace, lm_attn_counts *counts)
+{
+    prefill_run(a, head_begin, head_end, tile_begin, tile_end, workspace, counts, PF_F32);
+}
+
+/* bfloat16 inputs widened to float32 as each tile is packed: the f32 kernel's arithmetic
+ * on the rounded values. */
+void LM_NAME(lm_attn_prefill_bf16)(const lm_attn_prefill_args *a, size_t head_begin,
+                                   size_t head_end, size_t tile_begin, size_t tile_end,
+                                   float *workspace, lm_attn_counts *counts)
+{
+    prefill_run(a, head_begin, head_end, tile_begin, tile_end, workspace, counts, PF_WIDEN);
+}
+#endif

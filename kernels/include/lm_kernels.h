@@ -29,6 +29,7 @@
 #define LM_KERNELS(X)                                                                     \
     X(gemv_rowdot_f32, gemv_rowdot, lm_gemv_rowdot_fn, gemv, ALL)                         \
     X(attn_prefill_f32, attn_prefill, lm_attn_prefill_fn, attention, ALL)                 \
+    X(attn_prefill_bf16, attn_prefill, lm_attn_prefill_fn, attention, ALL_BF16)          \
     X(attn_decode_f32, attn_decode, lm_attn_decode_fn, attention, ALL)                    \
     X(attn_decode_f16, attn_decode, lm_attn_decode_fn, attention, ALL)                    \
     X(attn_decode_bf16, attn_decode, lm_attn_decode_fn, attention, ALL)                   \

@@ -113,8 +113,9 @@ lm_status lm_mla_attend_absorbed(const lm_mla_shape *s, const float *q, const fl
         memcpy(out + L, qi + s->nope, R * sizeof(float));
     }
     if (causal) {
-        lm_attn_prefill_args a = {qa, ckv, ckv, mixed, n, H, 1, dk,
-                                  {LM_ATTN_MASK_CAUSAL, 0, 0, 0}, scale};
+        lm_attn_prefill_args a = {.q = qa, .k = ckv, .v = ckv, .o = mixed, .n = n, .heads = H,
+                                  .kv_heads = 1, .head_dim = dk,
+                                  .mask = {.kind = LM_ATTN_MASK_CAUSAL}, .scale = scale};
         status = lm_attn_prefill(&a, ops, NULL, err);
     } else {
         const lm_ops *run = dk % 16 != 0 ? lm_ops_for(LM_ISA_SCALAR) : ops;
@@ -260,8 +261,10 @@ lm_status lm_mla_attend_expanded(const lm_mla_shape *s, const float *q, const fl
                      ? lm_fail(err, LM_ERR_NOMEM, "expanded keys and values of %zu tokens", n)
                      : lm_mla_expand(s, ckv, n, w_uk, w_uv, true, k, v, ops, err);
         if (status == LM_OK) {
-            lm_attn_prefill_args a = {q, k, v, out, n, H, H, dq, {LM_ATTN_MASK_CAUSAL, 0, 0, 0},
-                                      1.0f / sqrtf((float)dq)};
+            lm_attn_prefill_args a = {.q = q, .k = k, .v = v, .o = out, .n = n, .heads = H,
+                                      .kv_heads = H, .head_dim = dq,
+                                      .mask = {.kind = LM_ATTN_MASK_CAUSAL},
+                                      .scale = 1.0f / sqrtf((float)dq)};
             status = lm_attn_prefill(&a, ops, NULL, err);
         }
         lm_free(k), lm_free(v);
