@@ -183,9 +183,13 @@ const lm_bench_case lm_bench_attn_decode = {
 
 /* ---- prefill --------------------------------------------------------------------- */
 
+/* dtype bf16: q, k, v drawn in float32, rounded to bfloat16 (q16, k16, v16, what the
+ * kernel reads) and the float32 arrays overwritten by the rounded values (what the check's
+ * float64 reference reads). */
 typedef struct prefill_state {
     lm_attn_prefill_args args;
     float *q, *k, *v, *o;
+    uint16_t *q16, *k16, *v16;
 } prefill_state;
 
 static void prefill_teardown(void *state)
@@ -194,7 +198,19 @@ static void prefill_teardown(void *state)
     if (s == NULL)
         return;
     lm_free(s->q), lm_free(s->k), lm_free(s->v), lm_free(s->o);
+    lm_free(s->q16), lm_free(s->k16), lm_free(s->v16);
     free(s);
+}
+
+/* x {count} rounded to bfloat16 into a new array, and x replaced by the rounded values. */
+static uint16_t *round_bf16(float *x, size_t count)
+{
+    uint16_t *h = lm_alloc(count * sizeof *h);
+    if (h == NULL)
+        return NULL;
+    lm_kv_store(LM_KV_BF16, x, h, count);
+    lm_kv_load(LM_KV_BF16, h, x, count);
+    return h;
 }
 
 static lm_status prefill_setup_mask(const lm_bench_config *c, void **state, lm_attn_mask mask,
@@ -203,6 +219,7 @@ static lm_status prefill_setup_mask(const lm_bench_config *c, void **state, lm_a
     if (c->n_ctx < 1 || c->heads < 1 || c->kv_heads < 1 || c->head_dim < 1)
         return lm_fail(err, LM_ERR_SHAPE, "attn_prefill needs positive n_ctx, heads, kv_heads "
                                           "and head_dim");
+    const bool bf16 = strcmp(c->dtype, "bf16") == 0;
     prefill_state *s = calloc(1, sizeof *s);
     if (s == NULL)
         return lm_fail(err, LM_ERR_NOMEM, "out of memory");
@@ -219,6 +236,17 @@ static lm_status prefill_setup_mask(const lm_bench_config *c, void **state, lm_a
     s->args = (lm_attn_prefill_args){.q = s->q, .k = s->k, .v = s->v, .o = s->o, .n = n,
                                      .heads = h, .kv_heads = g, .head_dim = d, .mask = mask,
                                      .scale = 1.0f / sqrtf((float)d)};
+    if (bf16) {
+        s->q16 = round_bf16(s->q, n * h * d);
+        s->k16 = round_bf16(s->k, n * g * d);
+        s->v16 = round_bf16(s->v, n * g * d);
+        if (s->q16 == NULL || s->k16 == NULL || s->v16 == NULL) {
+            prefill_teardown(s);
+            return lm_fail(err, LM_ERR_NOMEM, "cannot allocate a bf16 prefill of %zu tokens", n);
+        }
+        s->args.dtype = LM_KV_BF16;
+        s->args.q16 = s->q16, s->args.k16 = s->k16, s->args.v16 = s->v16;
+    }
     *state = s;
     return LM_OK;
 }
@@ -269,7 +297,11 @@ static lm_status prefill_check(void *state, const lm_ops *ops, double *checksum,
             lm_bench_err_add_f32(&e, a->o + (i * a->heads + h) * d, w.exact, group * d);
         }
     scratch_close(&w);
-    if (!lm_bench_err_within(&e, *checksum, 1e-3, err_max))
+    /* bf16: the BF16-dot path rounds the softmax weights to bfloat16 (error <= 2^-8
+     * sum p|v|, a few 2^-8 of max |o| on these inputs); a sanity bound for gross errors,
+     * the contract cases hold the precise one */
+    const double tolerance = a->dtype == LM_KV_BF16 ? 1.6e-2 : 1e-3;
+    if (!lm_bench_err_within(&e, *checksum, tolerance, err_max))
         return lm_fail(err, LM_ERR_NUMERIC, "attn_prefill output differs from the float64 "
                                             "reference by %.3g (relative to max |o|)", *err_max);
     return LM_OK;
@@ -285,14 +317,16 @@ static void prefill_cost(const lm_bench_config *c, double *flops, double *bytes)
         pairs = w * (w + 1.0) / 2.0 + (n - w) * w;
     }
     *flops = 4.0 * h * d * pairs;
-    *bytes = 4.0 * (2.0 * n * h * d + 2.0 * n * g * d); /* q, o, k, v once */
+    const double in = strcmp(c->dtype, "bf16") == 0 ? 2.0 : 4.0; /* q, k, v element bytes */
+    *bytes = in * (n * h * d + 2.0 * n * g * d) + 4.0 * n * h * d; /* q, k, v, o once */
 }
 
 const lm_bench_case lm_bench_attn_prefill = {
     .name = "attn_prefill",
-    .summary = "causal GQA prefill of n_ctx tokens (tiled online softmax)",
+    .summary = "causal GQA prefill of n_ctx tokens (tiled online softmax; bf16: BF16 dot "
+               "products where the CPU has them)",
     .role = "prefill_attention",
-    .dtypes = "f32",
+    .dtypes = "f32,bf16",
     .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_HEADS,
     .defaults = {.dtype = "f32", .bits = 32, .n_ctx = 1024, .heads = 32, .kv_heads = 8,
                  .head_dim = 128, .batch = 1},
@@ -306,7 +340,7 @@ const lm_bench_case lm_bench_attn_prefill = {
 const lm_bench_case lm_bench_attn_prefill_window = {
     .name = "attn_prefill_window",
     .summary = "sliding-window prefill: each token reads the last `chunk` tokens",
-    .dtypes = "f32",
+    .dtypes = "f32,bf16",
     .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_HEADS | LM_BENCH_USES_CHUNK,
     .defaults = {.dtype = "f32", .bits = 32, .n_ctx = 4096, .chunk = 512, .heads = 32,
                  .kv_heads = 8, .head_dim = 128, .batch = 1},
