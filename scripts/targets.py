@@ -398,7 +398,10 @@ def limits(rows, t):
               if b is None else "-", None)
     else:
         s = f(p[2], "median_s") / f(b, "median_s")
-        t.add(name, f"{ms(b)} vs f32 {ms(p[2])} = {s:.2f}x", s >= 1.7)
+        peak = peak_of(b)  # the bf16 row's roofline: the bf16 dot-product peak where there is one
+        of_peak = (f" ({f(b, 'gflops'):.0f} GFLOP/s = {100 * f(b, 'gflops') / peak:.0f} % of the "
+                   f"same run's {peak:.0f} GFLOP/s peak for bf16)") if peak else ""
+        t.add(name, f"{ms(b)} vs f32 {ms(p[2])} = {s:.2f}x{of_peak}", s >= 1.7)
     scaling_target(t, "causal prefill n = 4096 f32", p[1], p[2])
     for kernel, label, where in (("ssd_chunked", "chunked SSD (32 x 64, N = 128, L = 4096)", {}),
                                  ("delta_chunked", "chunked gated delta (32 x 128, L = 4096)", {}),

@@ -45,7 +45,7 @@ sweep decode --kernel attn_decode,gemv_rowdot --dtype f32,f16,bf16 --ctx 32768,1
 sweep decode_q --kernel attn_decode,kvq_decode \
     --dtype f16,int8,int4,kivi4,kivi2,kivi4g64,kivi2g64 \
     --ctx 131072 --threads 2 --reps 9 $GQA
-sweep prefill --kernel attn_prefill --ctx 4096 --threads 1,2 --reps 3 $GQA
+sweep prefill --kernel attn_prefill --dtype f32,bf16 --ctx 4096 --threads 1,2 --reps 3 $GQA
 sweep window --kernel attn_prefill_window --ctx 16384 --chunk 1024 --threads 2 --reps 3 $GQA
 [ "$skip_long" = 1 ] || sweep causal_16k --kernel attn_prefill --ctx 16384 --threads 2 --reps 3 $GQA
 sweep rolling --kernel attn_decode,window_decode --dtype f32 --ctx 1024 --chunk 1024 --threads 2 \
