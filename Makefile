@@ -141,7 +141,7 @@ ifneq ($(strip $(DEPS_SETS)),)
 endif
 
 .PHONY: all run test check test-unit test-cli test-sanitize test-clang test-neon test-slurm \
-        test-fresh test-rebuild test-tsan fuzz fuzz-targets verify neon bench gemm-shapes sweep targets report test-report \
+        test-fresh test-rebuild test-tsan fuzz fuzz-targets verify neon bench gemm-shapes gemv-shapes sweep targets report test-report \
         install uninstall test-install plugins clean help FORCE
 .DEFAULT_GOAL := all
 
@@ -331,6 +331,17 @@ $(GEMM_SHAPES): $(BUILD)/tools/gemm_shapes.o $(HARNESS_LIB) $(LIB)
 	@$(CC) $(CFLAGS_ALL) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 gemm-shapes: $(GEMM_SHAPES) ## The prefill GEMM at the Llama MLP shape, f32/bf16, 1-2 threads (~1 min; GEMM_ARGS=)
 	$(RUNNER) $(GEMM_SHAPES) $(GEMM_ARGS)
+
+# The decode projection (batch 1 and 8) at the same shape: longmix's GEMV against oneDNN's
+# matmul beside the read-only stream, interleaved (docs/dependencies.md).
+# GEMV_ARGS="N K REPS T DTYPE M...".
+GEMV_SHAPES := $(BUILD)/gemv-shapes
+GEMV_ARGS   ?= 14336 4096 9 2 bf16 1 8
+$(GEMV_SHAPES): $(BUILD)/tools/gemv_shapes.o $(HARNESS_LIB) $(LIB)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS_ALL) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+gemv-shapes: $(GEMV_SHAPES) ## The decode GEMV (batch 1, 8) vs oneDNN beside the stream, 1-2 threads (~1 min; GEMV_ARGS=)
+	$(RUNNER) $(GEMV_SHAPES) $(GEMV_ARGS)
 
 SWEEP_ARGS ?= --preset smoke --threads 1
 sweep: $(BIN) ## A small sweep of every registered kernel -> results/sweep.csv (SWEEP_ARGS=...)

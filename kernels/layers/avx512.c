@@ -1,6 +1,9 @@
-/* AVX-512 dense kernels: per row, nb sequences' running sums in zmm registers, two
- * column blocks of 16 in flight, so each weight is loaded and widened to float32 once for
- * the whole batch block. Tail columns (cols not a multiple of 16) are masked loads. */
+/* AVX-512 dense kernels: each weight is loaded and widened to float32 once for the whole
+ * batch block, the nb sequences' running sums live in zmm registers. One sequence: one row
+ * at a time, two column blocks of 16 in flight. Several: three rows at a time, so each
+ * load of x[b, c..c+16) (which at batch 8 no longer fits L1 and comes from L2) serves
+ * three rows' FMAs; 3 x 8 sums + 3 weights + x fit the 32 registers. Tail columns (cols
+ * not a multiple of 16) are masked loads. */
 #if !defined(__AVX512F__) || !defined(__AVX512BW__)
 #error "kernels/layers/avx512.c needs -mavx512f -mavx512bw"
 #endif
@@ -53,11 +56,49 @@ row_dot(load_fn load, const void *row, const float *x, size_t nb, size_t cols, f
         y[b * ldy + r] = _mm512_reduce_add_ps(_mm512_add_ps(a0[b], a1[b])) * rscale;
 }
 
+/* Rows r .. r + nr - 1 (rows of `esize` bytes apart in w) against nb sequences, nr and nb
+ * constants after inlining. */
+static inline __attribute__((always_inline)) void
+rows_dot(load_fn load, const char *w, size_t esize, const float *x, size_t nb, size_t nr,
+         size_t cols, const float *scale, float *y, size_t ldy, size_t r)
+{
+    enum { NR = 3 };
+    __m512 a[NR][LM_DENSE_BATCH_BLOCK];
+    for (size_t i = 0; i < nr; i++)
+        for (size_t b = 0; b < nb; b++)
+            a[i][b] = _mm512_setzero_ps();
+    const char *row = w + r * cols * esize;
+    for (size_t c = 0; c < cols; c += 16) {
+        __mmask16 live = cols - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (cols - c)) - 1u);
+        __m512 wv[NR];
+        for (size_t i = 0; i < nr; i++)
+            wv[i] = load(row + i * cols * esize, c, live);
+        for (size_t b = 0; b < nb; b++) { /* a[i][b] += w[r + i, c..] * x[b, c..] */
+            const __m512 xv = _mm512_maskz_loadu_ps(live, x + b * cols + c);
+            for (size_t i = 0; i < nr; i++)
+                a[i][b] = _mm512_fmadd_ps(wv[i], xv, a[i][b]);
+        }
+    }
+    for (size_t i = 0; i < nr; i++) {
+        const float s = scale != NULL ? scale[r + i] : 1.0f;
+        for (size_t b = 0; b < nb; b++)
+            y[b * ldy + r + i] = _mm512_reduce_add_ps(a[i][b]) * s;
+    }
+}
+
 /* rows [r0, r1) with nb fixed at compile time by the switch below */
 #define ROWS_NB(load, elem, NB)                                                                \
-    for (size_t r = r0; r < r1; r++)                                                           \
-        row_dot(load, (const elem *)w + r * cols, x, NB, cols,                                 \
-                scale != NULL ? scale[r] : 1.0f, y, ldy, r);
+    if (NB == 1) {                                                                             \
+        for (size_t r = r0; r < r1; r++)                                                       \
+            row_dot(load, (const elem *)w + r * cols, x, NB, cols,                             \
+                    scale != NULL ? scale[r] : 1.0f, y, ldy, r);                               \
+    } else {                                                                                   \
+        size_t r = r0;                                                                         \
+        for (; r + 3 <= r1; r += 3)                                                            \
+            rows_dot(load, w, sizeof(elem), x, NB, 3, cols, scale, y, ldy, r);                 \
+        for (; r < r1; r++)                                                                    \
+            rows_dot(load, w, sizeof(elem), x, NB, 1, cols, scale, y, ldy, r);                 \
+    }
 
 #define DENSE_ROWS_AVX512(name, load, elem, has_scale)                                         \
     void name(const void *w, const float *scale_in, const float *x, size_t nb, size_t cols,    \
