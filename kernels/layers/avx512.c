@@ -11,6 +11,10 @@
 
 #include <immintrin.h>
 
+/* loops over the constant batch and row extents: unrolled so the arrays of sums live in
+ * registers (at -O2 GCC otherwise keeps them on the stack, a load and a store per FMA) */
+#define UNROLL _Pragma("GCC unroll 8")
+
 /* 16 weights at p[c..c+16) (lanes off `live` read as zero) widened to float32. */
 static inline __m512 load_f32(const void *p, size_t c, __mmask16 live)
 {
@@ -36,11 +40,13 @@ row_dot(load_fn load, const void *row, const float *x, size_t nb, size_t cols, f
         float *y, size_t ldy, size_t r)
 {
     __m512 a0[LM_DENSE_BATCH_BLOCK], a1[LM_DENSE_BATCH_BLOCK];
+    UNROLL
     for (size_t b = 0; b < nb; b++)
         a0[b] = a1[b] = _mm512_setzero_ps();
     size_t c = 0;
     for (; c + 32 <= cols; c += 32) {
         __m512 w0 = load(row, c, 0xFFFF), w1 = load(row, c + 16, 0xFFFF);
+        UNROLL
         for (size_t b = 0; b < nb; b++) { /* a[b] += w * x[b, c..c+32) */
             a0[b] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + b * cols + c), a0[b]);
             a1[b] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + b * cols + c + 16), a1[b]);
@@ -49,9 +55,11 @@ row_dot(load_fn load, const void *row, const float *x, size_t nb, size_t cols, f
     for (; c < cols; c += 16) {
         __mmask16 live = cols - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (cols - c)) - 1u);
         __m512 w0 = load(row, c, live);
+        UNROLL
         for (size_t b = 0; b < nb; b++)
             a0[b] = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(live, x + b * cols + c), a0[b]);
     }
+    UNROLL
     for (size_t b = 0; b < nb; b++)
         y[b * ldy + r] = _mm512_reduce_add_ps(_mm512_add_ps(a0[b], a1[b])) * rscale;
 }
@@ -64,23 +72,30 @@ rows_dot(load_fn load, const char *w, size_t esize, const float *x, size_t nb, s
 {
     enum { NR = 3 };
     __m512 a[NR][LM_DENSE_BATCH_BLOCK];
+    UNROLL
     for (size_t i = 0; i < nr; i++)
+        UNROLL
         for (size_t b = 0; b < nb; b++)
             a[i][b] = _mm512_setzero_ps();
     const char *row = w + r * cols * esize;
     for (size_t c = 0; c < cols; c += 16) {
         __mmask16 live = cols - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (cols - c)) - 1u);
         __m512 wv[NR];
+        UNROLL
         for (size_t i = 0; i < nr; i++)
             wv[i] = load(row + i * cols * esize, c, live);
+        UNROLL
         for (size_t b = 0; b < nb; b++) { /* a[i][b] += w[r + i, c..] * x[b, c..] */
             const __m512 xv = _mm512_maskz_loadu_ps(live, x + b * cols + c);
+            UNROLL
             for (size_t i = 0; i < nr; i++)
                 a[i][b] = _mm512_fmadd_ps(wv[i], xv, a[i][b]);
         }
     }
+    UNROLL
     for (size_t i = 0; i < nr; i++) {
         const float s = scale != NULL ? scale[r + i] : 1.0f;
+        UNROLL
         for (size_t b = 0; b < nb; b++)
             y[b * ldy + r + i] = _mm512_reduce_add_ps(a[i][b]) * s;
     }
