@@ -10,8 +10,9 @@
 #include "model_unit.h"
 
 /* The layer cases (attention f32 / q-gate f16 / int8 cache / sliding window, MLA + MoE,
- * Mamba-1, Mamba-2, delta + MoE). */
-#define LM_LAYER_CHECK_COUNT 8
+ * Mamba-1, Mamba-2, delta + MoE, then attention over the int4, kivi4, kivi2, kivi4g64 (with
+ * the q gate) and kivi2g64 caches). */
+#define LM_LAYER_CHECK_COUNT 13
 /* Tokens stepped in a row per configuration. */
 #define LM_LAYER_CHECK_STEPS 3
 
