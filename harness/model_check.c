@@ -1,6 +1,8 @@
 /* The layer cases of model_check.h, the rule and the comparison. The rule: per token,
  * max |fast - ref| / max(1, max |ref|) over the batch's outputs is at most 8 sqrt(K) u,
- * u = 2^-24, K the float32 additions along the unit's chain (chain_additions below). */
+ * u = 2^-24, K the float32 additions along the unit's chain (chain_additions below). A
+ * quantized cache's mixer decoded by the VNNI kernel adds the most its 16-bit value weights
+ * may move x (lm_unit_ref_value_weight_bound) over max(1, max |ref|); docs/models.md. */
 #include "model_check.h"
 
 #include <math.h>
