@@ -1,6 +1,8 @@
 /* The layer cases of model_check.h, the rule and the comparison. The rule: per token,
  * max |fast - ref| / max(1, max |ref|) over the batch's outputs is at most 8 sqrt(K) u,
- * u = 2^-24, K the float32 additions along the unit's chain (chain_additions below). */
+ * u = 2^-24, K the float32 additions along the unit's chain (chain_additions below). A
+ * quantized cache's mixer decoded by the VNNI kernel adds the most its 16-bit value weights
+ * may move x (lm_unit_ref_value_weight_bound) over max(1, max |ref|); docs/models.md. */
 #include "model_check.h"
 
 #include <math.h>
@@ -14,6 +16,7 @@ typedef struct layer_case {
     lm_mixer_kind mixer;
     lm_mlp_kind mlp;
     const char *cache; /* attention's cache format */
+    long long contexts[2]; /* tokens held before the first checked step */
     lm_model_spec spec;
 } layer_case;
 
@@ -30,7 +33,7 @@ static layer_case attention_case(const char *name, const char *cache, long long 
                                  bool q_gate)
 {
     layer_case c = {.name = name, .mixer = LM_MIXER_ATTENTION, .mlp = LM_MLP_DENSE,
-                    .cache = cache, .spec = base_spec(64)};
+                    .cache = cache, .contexts = {5, 37}, .spec = base_spec(64)};
     c.spec.attention.heads = 4;
     c.spec.attention.kv_heads = 2;
     c.spec.attention.head_dim = 16;
@@ -39,9 +42,24 @@ static layer_case attention_case(const char *name, const char *cache, long long 
     return c;
 }
 
+/* Attention over a quantized cache (kvquant.h; the reference reads its codes, model_ref.c).
+ * The cache keeps its newest 32 tokens in float32 (recent) and quantizes a group of 1
+ * (INT8, INT4), 32 or 64 (KIVI) tokens once recent + group are held, so at context 37 INT
+ * holds 5 tokens as codes and KIVI none (the float rows alone), and at 133 INT holds 101 (a
+ * partial 64-token block and 16-token key tile), KIVI 96 (three groups: one and a half
+ * blocks) and the 64-token groups 64 (one block), beside 37 or 69 float rows. */
+static layer_case quantized_case(const char *name, const char *cache, bool q_gate)
+{
+    layer_case c = attention_case(name, cache, 0, q_gate);
+    c.contexts[0] = 37;
+    c.contexts[1] = 133;
+    return c;
+}
+
 static const char *const case_names[LM_LAYER_CHECK_COUNT] = {
     "attention", "attention q_gate f16", "attention int8 cache", "sliding window 8",
-    "mla", "mamba1", "mamba2", "delta"};
+    "mla", "mamba1", "mamba2", "delta", "attention int4 cache", "attention kivi4",
+    "attention kivi2", "attn q_gate kivi4g64", "attention kivi2g64"};
 
 /* Case i of case_names (i < LM_LAYER_CHECK_COUNT). */
 static layer_case case_at(size_t i)
@@ -50,11 +68,16 @@ static layer_case case_at(size_t i)
     switch (i) {
     case 0: return attention_case(case_names[0], "f32", 0, false);
     case 1: return attention_case(case_names[1], "f16", 0, true);
-    case 2: return attention_case(case_names[2], "int8", 0, false);
+    case 2: return quantized_case(case_names[2], "int8", false);
     case 3: return attention_case(case_names[3], "bf16", 8, false);
+    case 8: return quantized_case(case_names[8], "int4", false);
+    case 9: return quantized_case(case_names[9], "kivi4", false);
+    case 10: return quantized_case(case_names[10], "kivi2", false);
+    case 11: return quantized_case(case_names[11], "kivi4g64", true);
+    case 12: return quantized_case(case_names[12], "kivi2g64", false);
     case 4:
         c = (layer_case){.name = case_names[4], .mixer = LM_MIXER_MLA, .mlp = LM_MLP_MOE,
-                         .cache = "f32", .spec = base_spec(64)};
+                         .cache = "f32", .contexts = {5, 37}, .spec = base_spec(64)};
         c.spec.mla.heads = 4;
         c.spec.mla.latent = 32;
         c.spec.mla.rope = 16;
@@ -63,7 +86,7 @@ static layer_case case_at(size_t i)
         return c;
     case 5:
         c = (layer_case){.name = case_names[5], .mixer = LM_MIXER_MAMBA1, .mlp = LM_MLP_DENSE,
-                         .cache = "f32", .spec = base_spec(48)};
+                         .cache = "f32", .contexts = {5, 37}, .spec = base_spec(48)};
         c.spec.mamba1.d_inner = 96;
         c.spec.mamba1.d_state = 16;
         c.spec.mamba1.d_conv = 4;
@@ -71,16 +94,17 @@ static layer_case case_at(size_t i)
         return c;
     case 6:
         c = (layer_case){.name = case_names[6], .mixer = LM_MIXER_MAMBA2, .mlp = LM_MLP_DENSE,
-                         .cache = "f32", .spec = base_spec(48)};
+                         .cache = "f32", .contexts = {5, 37}, .spec = base_spec(48)};
         c.spec.mamba2.d_inner = 96;
         c.spec.mamba2.d_state = 16;
         c.spec.mamba2.head_dim = 16;
         c.spec.mamba2.groups = 2;
         c.spec.mamba2.d_conv = 4;
         return c;
+    case 7:
     default:
         c = (layer_case){.name = case_names[7], .mixer = LM_MIXER_DELTA, .mlp = LM_MLP_MOE,
-                         .cache = "f32", .spec = base_spec(48)};
+                         .cache = "f32", .contexts = {5, 37}, .spec = base_spec(48)};
         c.spec.delta.key_heads = 2;
         c.spec.delta.value_heads = 4;
         c.spec.delta.key_dim = 16;
@@ -132,15 +156,24 @@ static double tolerance(const layer_case *c, lm_unit_role role, long long ctx)
     return ROOM * sqrt(k) * 0x1p-24;
 }
 
-/* Normalized max error of fast {n} against ref {n}. */
-static double normalized_error(const float *fast, const double *ref, size_t n)
+/* Normalized max error of fast {n} against ref {n}; *scale = max(1, max |ref|). */
+static double normalized_error(const float *fast, const double *ref, size_t n, double *scale)
 {
     double e = 0.0, m = 0.0;
     for (size_t i = 0; i < n; i++) {
         e = fmax(e, fabs((double)fast[i] - ref[i]));
         m = fmax(m, fabs(ref[i]));
     }
-    return e / fmax(1.0, m);
+    *scale = fmax(1.0, m);
+    return e / *scale;
+}
+
+/* Whether ops decodes a quantized cache of head_dim d with the VNNI kernel (16-bit value
+ * weights): the avx512vnni path and the paths built on it; d % 16 != 0 runs scalar. */
+static bool vnni_weights(const lm_ops *ops, long long head_dim)
+{
+    const lm_ops *vnni = lm_ops_for(LM_ISA_AVX512VNNI);
+    return vnni != NULL && ops->kvq_decode == vnni->kvq_decode && head_dim % 16 == 0;
 }
 
 /* Folds one configuration's error into the unit's result. */
@@ -178,9 +211,9 @@ static lm_status make_unit(const layer_case *c, lm_unit_role role, lm_weight_dty
 }
 
 /* The tokens of one configuration: both units stepped beside their shadows. */
-static lm_status step_layer(const layer_case *c, lm_unit *mixer, lm_unit_ref *mref, lm_unit *mlp,
-                            lm_unit_ref *fref, lm_layer_check_point p, lm_layer_check *out,
-                            lm_error *err)
+static lm_status step_layer(const layer_case *c, const lm_ops *ops, lm_unit *mixer,
+                            lm_unit_ref *mref, lm_unit *mlp, lm_unit_ref *fref,
+                            lm_layer_check_point p, lm_layer_check *out, lm_error *err)
 {
     size_t n = p.batch * (size_t)c->spec.d_model;
     float *x = malloc(n * sizeof *x);      /* {batch, d_model} */
@@ -196,8 +229,11 @@ static lm_status step_layer(const layer_case *c, lm_unit *mixer, lm_unit_ref *mr
         if ((st = lm_unit_step(mixer, x, seconds, err)) != LM_OK ||
             (st = lm_unit_ref_step(mref, xd, err)) != LM_OK)
             break;
-        p.error = normalized_error(x, xd, n);
-        p.bound = tol_mixer;
+        double scale;
+        p.error = normalized_error(x, xd, n, &scale);
+        /* + the VNNI kernel's value-weight rounding, bounded by the reference (model_ref.c) */
+        p.bound = tol_mixer + (vnni_weights(ops, c->spec.attention.head_dim)
+                                   ? lm_unit_ref_value_weight_bound(mref) / scale : 0.0);
         record(&out->mixer, &p);
         /* the MLP reads what the reference mixer wrote (its own error measured alone) */
         for (size_t i = 0; i < n; i++)
@@ -205,7 +241,7 @@ static lm_status step_layer(const layer_case *c, lm_unit *mixer, lm_unit_ref *mr
         if ((st = lm_unit_step(mlp, x, seconds, err)) != LM_OK ||
             (st = lm_unit_ref_step(fref, xd, err)) != LM_OK)
             break;
-        p.error = normalized_error(x, xd, n);
+        p.error = normalized_error(x, xd, n, &scale);
         p.bound = tol_mlp;
         record(&out->mlp, &p);
     }
@@ -223,7 +259,7 @@ static lm_status check_config(const layer_case *c, lm_layer_check_point p, const
     if (st == LM_OK)
         st = make_unit(c, LM_UNIT_MLP, p.weights, p.batch, p.ctx, ops, &mlp, &fref, err);
     if (st == LM_OK)
-        st = step_layer(c, mixer, mref, mlp, fref, p, out, err);
+        st = step_layer(c, ops, mixer, mref, mlp, fref, p, out, err);
     lm_unit_ref_free(mref); /* the references first: they point at their units */
     lm_unit_ref_free(fref);
     lm_unit_free(mixer);
@@ -244,12 +280,11 @@ lm_status lm_layer_check_run(size_t i, const lm_ops *ops, lm_layer_check *out, l
                             .mlp_kind = c.mlp, .mixer = {.ok = true}, .mlp = {.ok = true}};
     static const lm_weight_dtype weights[] = {LM_WEIGHT_F32, LM_WEIGHT_BF16, LM_WEIGHT_INT8};
     static const size_t batches[] = {1, 3};
-    static const long long contexts[] = {5, 37};
     for (size_t w = 0; w < 3; w++)
         for (size_t b = 0; b < 2; b++)
             for (size_t n = 0; n < 2; n++) {
                 lm_layer_check_point p = {.weights = weights[w], .batch = batches[b],
-                                          .ctx = contexts[n]};
+                                          .ctx = c.contexts[n]};
                 lm_error inner;
                 if ((st = check_config(&c, p, ops, out, &inner)) != LM_OK)
                     return lm_fail(err, st, "%s (%s weights, batch %zu, ctx %lld, %s): %s",

@@ -1,8 +1,8 @@
 /* The correctness check of `longmix model`'s layers (docs/models.md, "Correctness of a
  * layer"): one whole layer of each kind (its mixer unit, then its MLP unit fed the reference
  * mixer's output) stepped beside its float64 reference (model_unit.h, lm_unit_ref_*) on one
- * ISA path, at small shapes: f32, bf16 and int8 weights, batch 1 and 3, context 5 and 37,
- * three tokens in a row. Run by tests/test_model_layers.c and `longmix model --check` (the
+ * ISA path, at small shapes: f32, bf16 and int8 weights, batch 1 and 3, context 5 and 37
+ * (the quantized caches 37 and 133, so that every format holds codes), three tokens in a row. Run by tests/test_model_layers.c and `longmix model --check` (the
  * NEON path under qemu in make test-neon). Library code: errors are values, nothing printed. */
 #ifndef LONGMIX_MODEL_CHECK_H
 #define LONGMIX_MODEL_CHECK_H
@@ -10,8 +10,9 @@
 #include "model_unit.h"
 
 /* The layer cases (attention f32 / q-gate f16 / int8 cache / sliding window, MLA + MoE,
- * Mamba-1, Mamba-2, delta + MoE). */
-#define LM_LAYER_CHECK_COUNT 8
+ * Mamba-1, Mamba-2, delta + MoE, then attention over the int4, kivi4, kivi2, kivi4g64 (with
+ * the q gate) and kivi2g64 caches). */
+#define LM_LAYER_CHECK_COUNT 13
 /* Tokens stepped in a row per configuration. */
 #define LM_LAYER_CHECK_STEPS 3
 
@@ -22,7 +23,8 @@ typedef struct lm_layer_check_point {
     long long ctx;
     int token;    /* 0 .. LM_LAYER_CHECK_STEPS - 1 */
     double error; /* max |fast - ref| / max(1, max |ref|) over the batch's outputs */
-    double bound; /* 8 sqrt(K) u for this unit at this context */
+    double bound; /* 8 sqrt(K) u for this unit at this context (a quantized cache's mixer on
+                   * the VNNI kernel: plus its value weights' rounding, model_check.c) */
 } lm_layer_check_point;
 
 /* One unit (the mixer or the MLP) of a case over every configuration. */

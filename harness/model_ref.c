@@ -1,7 +1,7 @@
 /* Float64 reference of one decode step of each unit (model_unit.h, "float64 reference"):
- * the readable statement of what model_step.c computes, plain double loops around the
- * kernels' own float64 oracles (lm_dense_f64_ref, lm_attn_decode_f64_ref,
- * lm_kvq_decode_f64_ref, lm_mla_attend_f64_ref, lm_conv_causal_f64_ref,
+ * the readable statement of what model_step.c computes, plain double loops (attention over
+ * a quantized cache among them) around the kernels' own float64 oracles (lm_dense_f64_ref,
+ * lm_attn_decode_f64_ref, lm_mla_attend_f64_ref, lm_conv_causal_f64_ref,
  * lm_ssm_mamba1_scan_f64_ref, lm_ssm_ssd_f64_ref, lm_delta_gated_f64_ref). Activations are
  * rows {batch, width}; norm(v, eps) = v / sqrt(mean(v^2) + eps) without a gain (the units
  * have none), silu(v) = v / (1 + e^-v), sigmoid(v) = 1 / (1 + e^-v). */
@@ -21,7 +21,11 @@ struct lm_unit_ref {
     double *w[UNIT_DENSE_MAX];   /* dense[i] decoded {rows, cols} */
     double **expert_w;           /* {expert_w_count} decoded gate, up, down of each expert */
     size_t expert_w_count;       /* the unit's expert_count x 3 (kept: the ref may outlive it) */
-    double *k, *v;               /* dense KV {batch, kv_heads, held, head_dim} */
+    double *k, *v;               /* KV {batch, kv_heads, held, head_dim}: the dense cache, or
+                                  * the quantized one dequantized from its codes */
+    double *scores, *shift;      /* quantized cache: {held} scratch of one head */
+    double *weight_bound;        /* quantized cache: {batch, heads * head_dim}, last step */
+    double x_weight_bound;       /* its bound on x after W_o (lm_unit_ref_value_weight_bound) */
     double *ckv, *w_uk, *w_uv;   /* MLA: {batch, held, latent + rope}; absorbed weights */
     double *a, *bias, *skip, *conv_w, *tail, *state; /* SSM / delta parameters and state */
     size_t a_count, skip_count, channels, width, tail_count, state_count;
@@ -79,13 +83,192 @@ static lm_status conv(lm_unit_ref *r, const double *x, double *xc, lm_error *err
     return lm_conv_causal_f64_ref(&p, err);
 }
 
+/* ---- attention over a quantized cache (kernels/kvquant/kvquant.h) ----------------------
+ * The cache is read as the fast path stores it: token t < quantized of KV head g is
+ *   k_hat[t, c] = u^k[t, c] s^k + lo^k,  v_hat[t, c] = u^v[t, c] s^v_t + lo^v_t   (float64)
+ * with s^k, lo^k per token (INT8, INT4) or per channel c of t's key group of 32 / 64 tokens
+ * (KIVI), and tokens t >= quantized are the float32 rows of the recent ring (slot t mod
+ * (recent + group)). The decode does not use q itself against the codes but its int8 codes
+ * Q(x) = s_q q8 (kvquant.h: s_q = float32(max|x| / 127), r = float32(127 / max|x|),
+ * q8 = round_half_even(float32(x r))), x = q (INT) or x = float32(q s^k) once per key group
+ * (KIVI). That rounding is a choice of the fast path, like the cache's codes: the reference
+ * takes it from the fast path's own float32 query qf (the unit's q buffer after its step) and
+ * adds its exact effect to each quantized token's score,
+ *   INT:  shift_t = sum_c (s_q q8_c - qf_c) k_hat[t, c]
+ *   KIVI: shift_t = sum_c (s_q,grp q8_c - qf_c s^k_c) u^k[t, c],
+ * so that score_t = q . k_hat_t + shift_t is the fast path's score with q in place of qf: the
+ * comparison sees the projections' and the kernel's float32 arithmetic, not the rounding of
+ * a code (a discontinuity no tolerance in u covers). */
+
+/* s_q and q8 {d} of x {d} (float32 values), bit for bit as the decode kernels. */
+static double query_codes(const double *x, size_t d, double *q8)
+{
+    double amax = 0.0;
+    for (size_t c = 0; c < d; c++)
+        amax = fmax(amax, fabs(x[c]));
+    const double r = amax > 0.0 ? (double)(float)(127.0 / amax) : 0.0;
+    for (size_t c = 0; c < d; c++)
+        q8[c] = nearbyint((double)(float)(x[c] * r));
+    return (double)(float)(amax / 127.0);
+}
+
+/* The key parameters of token t < quantized, channel col, KV head g: *s and *lo. */
+static void key_params(const lm_kvq_cache *c, size_t g, size_t t, size_t col, double *s,
+                       double *lo)
+{
+    const size_t d = c->head_dim;
+    if (lm_kvq_is_kivi(c->format)) { /* {capacity / group, 2, d} per head */
+        const float *kp = c->k_params + g * (c->capacity / c->group * 2 * d) + t / c->group * 2 * d;
+        *s = (double)kp[col];
+        *lo = (double)kp[d + col];
+    } else { /* {2, pstride} per head: s row, lo row */
+        const float *kp = c->k_params + g * 2 * c->pstride;
+        *s = (double)kp[t];
+        *lo = (double)kp[c->pstride + t];
+    }
+}
+
+/* k, v {kv_heads, length, d} = the cache c read as the decode reads it (above). */
+static void dequantize_cache(const lm_kvq_cache *c, double *k, double *v)
+{
+    const size_t d = c->head_dim, n = c->length, ring = c->recent + c->group;
+    for (size_t g = 0; g < c->kv_heads; g++) {
+        const float *vp = c->v_params + g * 2 * c->pstride; /* s row, lo row */
+        for (size_t t = 0; t < n; t++)
+            for (size_t col = 0; col < d; col++) {
+                double *kk = k + (g * n + t) * d + col, *vv = v + (g * n + t) * d + col;
+                if (t >= c->quantized) {
+                    *kk = (double)c->k_recent[(g * ring + t % ring) * d + col];
+                    *vv = (double)c->v_recent[(g * ring + t % ring) * d + col];
+                    continue;
+                }
+                double s, lo;
+                key_params(c, g, t, col, &s, &lo);
+                *kk = (double)lm_kvq_cache_code(c, 0, g, t, col) * s + lo;
+                *vv = (double)lm_kvq_cache_code(c, 1, g, t, col) * (double)vp[t] +
+                      (double)vp[c->pstride + t];
+            }
+    }
+}
+
+/* shift {quantized} of query head qf {d} (float32) against KV head g (formula above);
+ * k_hat {length, d} of g; xq, q8 {d} scratch. */
+static void query_shift(const lm_kvq_cache *c, size_t g, const float *qf, const double *k_hat,
+                        double *xq, double *q8, double *shift)
+{
+    const size_t d = c->head_dim;
+    const bool kivi = lm_kvq_is_kivi(c->format);
+    double sq = 0.0;
+    for (size_t t = 0; t < c->quantized; t++) {
+        if (t == 0 || (kivi && t % c->group == 0)) { /* the query's codes: per head / group */
+            for (size_t col = 0; col < d; col++) {
+                double s = 1.0, lo;
+                if (kivi)
+                    key_params(c, g, t, col, &s, &lo);
+                xq[col] = kivi ? (double)((float)qf[col] * (float)s) : (double)qf[col];
+            }
+            sq = query_codes(xq, d, q8);
+            for (size_t col = 0; col < d; col++) { /* xq := Q(x) - x, exactly */
+                double s = 1.0, lo;
+                if (kivi)
+                    key_params(c, g, t, col, &s, &lo);
+                xq[col] = sq * q8[col] - (double)qf[col] * s;
+            }
+        }
+        double sum = 0.0;
+        for (size_t col = 0; col < d; col++)
+            sum += xq[col] * (kivi ? (double)lm_kvq_cache_code(c, 0, g, t, col)
+                                   : k_hat[t * d + col]);
+        shift[t] = sum;
+    }
+}
+
+/* bound {d}: how far the VNNI kernel's value weights, p_t s^v_t rounded to 16 bits per block
+ * of 64 quantized tokens (LM_KVQ_WEIGHT_LEVELS levels of the block's largest), may move o:
+ *   sum over blocks of max_t(p_t s^v_t) / (2 levels) * sum_t |u^v[t, c] - offset|
+ * (offset 2^(b-1) symmetric, 0 KIVI), p {length} the softmax weights, KV head g. */
+static void value_weight_bound(const lm_kvq_cache *c, size_t g, const double *p, double *bound)
+{
+    const float *vs = c->v_params + g * 2 * c->pstride;
+    const double offset = lm_kvq_is_kivi(c->format) ? 0.0
+                                                    : (double)(1u << (lm_kvq_bits(c->format) - 1));
+    for (size_t col = 0; col < c->head_dim; col++) {
+        double total = 0.0;
+        for (size_t b0 = 0; b0 < c->quantized; b0 += 64) {
+            double wmax = 0.0, xsum = 0.0;
+            for (size_t t = b0; t < b0 + 64 && t < c->quantized; t++) {
+                wmax = fmax(wmax, p[t] * (double)vs[t]);
+                xsum += fabs((double)lm_kvq_cache_code(c, 1, g, t, col) - offset);
+            }
+            total += wmax / (2.0 * LM_KVQ_WEIGHT_LEVELS) * xsum;
+        }
+        bound[col] = total;
+    }
+}
+
+/* o {H, hd} = softmax_t((q . k_hat_t + shift_t) / sqrt(hd)) v_hat_t per head of sequence b,
+ * q {H, hd} the reference's query, qf {H, hd} the fast path's; r->weight_bound's row b. */
+static void attend_quantized(lm_unit_ref *r, size_t b, const double *q, const float *qf,
+                             double *o)
+{
+    const lm_unit *u = r->u;
+    const lm_kvq_cache *c = &u->kvq[b];
+    const size_t H = (size_t)u->cfg.spec->attention.heads, KV = c->kv_heads, d = c->head_dim;
+    const size_t n = c->length, per = H / KV;
+    double *xq = r->tmp[4] + b * 2 * d, *q8 = xq + d; /* {2 d} of row b */
+    for (size_t h = 0; h < H; h++) {
+        const size_t g = h / per;
+        const double *kh = r->k + (b * KV + g) * n * d, *vh = r->v + (b * KV + g) * n * d;
+        query_shift(c, g, qf + h * d, kh, xq, q8, r->shift);
+        double top = -(double)INFINITY, total = 0.0;
+        for (size_t t = 0; t < n; t++) {
+            double s = t < c->quantized ? r->shift[t] : 0.0;
+            for (size_t col = 0; col < d; col++)
+                s += q[h * d + col] * kh[t * d + col];
+            r->scores[t] = s / sqrt((double)d);
+            top = fmax(top, r->scores[t]);
+        }
+        for (size_t t = 0; t < n; t++)
+            total += (r->scores[t] = exp(r->scores[t] - top));
+        for (size_t t = 0; t < n; t++)
+            r->scores[t] /= total;
+        for (size_t col = 0; col < d; col++) {
+            double sum = 0.0;
+            for (size_t t = 0; t < n; t++)
+                sum += r->scores[t] * vh[t * d + col];
+            o[h * d + col] = sum;
+        }
+        value_weight_bound(c, g, r->scores, r->weight_bound + (b * H + h) * d);
+    }
+}
+
+/* r->x_weight_bound = max over the batch's outputs of |W_o| r->weight_bound (the gate, in
+ * [0, 1], only shrinks it): how far the value weights' rounding may move x. */
+static void weight_bound_after_out(lm_unit_ref *r)
+{
+    const lm_dense *wo = &r->u->dense[3];
+    double worst = 0.0;
+    for (size_t b = 0; b < r->u->batch; b++)
+        for (size_t i = 0; i < wo->rows; i++) {
+            double sum = 0.0;
+            for (size_t j = 0; j < wo->cols; j++)
+                sum += fabs(r->w[3][i * wo->cols + j]) * r->weight_bound[b * wo->cols + j];
+            worst = fmax(worst, sum);
+        }
+    r->x_weight_bound = worst;
+}
+
+double lm_unit_ref_value_weight_bound(const lm_unit_ref *r) { return r->x_weight_bound; }
+
 /* Attention (GQA, optionally a sliding window: the cache holds min(ctx, window) tokens):
  *   h = norm(x, 1e-5),  q = W_q h
  *   o = softmax(q K^T / sqrt(hd)) V per head over the held tokens (KV head = head / (H / KV))
+ *       (a quantized cache: K, V dequantized and the query codes' shift, above)
  *   o *= sigmoid(W_gate h)                                              (q_gate only)
  *   x += W_o o
  * The step's k and v projections of the new token are not appended to the cache (docs/
- * models.md, "Not modelled"), so they do not enter x and are not computed here. */
+ * models.md, "Not modelled"), so they do not enter x and are not computed here; the cache,
+ * and so its codes, is the same at every step. */
 static lm_status ref_attention(lm_unit_ref *r, double *x, lm_error *err)
 {
     const lm_unit *u = r->u;
@@ -95,11 +278,13 @@ static lm_status ref_attention(lm_unit_ref *r, double *x, lm_error *err)
     double *h = r->tmp[0], *q = r->tmp[1], *o = r->tmp[2], *gate = r->tmp[3];
     norm_rows(x, B, d, 1e-5, h);
     TRY(project(r->w[0], &u->dense[0], h, B, q, err));
-    if (!u->cfg.cache.quantized)
+    if (!u->cfg.cache.quantized) {
         TRY(lm_attn_decode_f64_ref(q, r->k, r->v, u->lengths, o, B, H, KV, hd, u->held, err));
-    else
-        for (size_t b = 0; b < B; b++)
-            TRY(lm_kvq_decode_f64_ref(&u->kvq[b], q + b * H * hd, H, o + b * H * hd, NULL, err));
+    } else {
+        for (size_t b = 0; b < B; b++) /* u->buf[1]: the fast path's q {B, H hd} */
+            attend_quantized(r, b, q + b * H * hd, u->buf[1] + b * H * hd, o + b * H * hd);
+        weight_bound_after_out(r);
+    }
     if (s->attention.q_gate) {
         TRY(project(r->w[4], &u->dense[4], h, B, gate, err));
         for (size_t i = 0; i < B * H * hd; i++)
@@ -374,9 +559,19 @@ static bool copy_state(lm_unit_ref *r)
         return true;
     switch ((lm_mixer_kind)u->cfg.kind) {
     case LM_MIXER_ATTENTION: {
-        if (u->cfg.cache.quantized)
-            return true; /* the reference reads u->kvq, which a step does not change */
         size_t count = B * (size_t)(s->attention.kv_heads * s->attention.head_dim) * u->held;
+        if (u->cfg.cache.quantized) { /* read once: a step does not change the cache */
+            size_t per = count / B, H = (size_t)s->attention.heads;
+            r->k = malloc(count * sizeof *r->k);
+            r->v = malloc(count * sizeof *r->v);
+            r->scores = malloc(u->held * sizeof *r->scores);
+            r->shift = malloc(u->held * sizeof *r->shift);
+            r->weight_bound = malloc(B * H * (size_t)s->attention.head_dim * sizeof(double));
+            bool ok = r->k && r->v && r->scores && r->shift && r->weight_bound;
+            for (size_t b = 0; ok && b < B; b++)
+                dequantize_cache(&u->kvq[b], r->k + b * per, r->v + b * per);
+            return ok;
+        }
         float *row = malloc(count * sizeof *row);
         bool ok = row != NULL;
         if (ok) {
@@ -431,6 +626,9 @@ lm_status lm_unit_ref_create(const lm_unit *u, lm_unit_ref **out, lm_error *err)
         size_t qk = (size_t)(u->cfg.spec->delta.value_heads * u->cfg.spec->delta.key_dim);
         widest = qk > widest ? qk : widest;
     }
+    if (u->cfg.role == LM_UNIT_MIXER && u->cfg.kind == LM_MIXER_ATTENTION) /* xq, q8 {2 hd} */
+        widest = 2 * (size_t)u->cfg.spec->attention.head_dim > widest
+                     ? 2 * (size_t)u->cfg.spec->attention.head_dim : widest;
     for (size_t i = 0; i < REF_TMP && ok; i++)
         ok = (r->tmp[i] = malloc(u->batch * widest * sizeof(double))) != NULL;
     ok = ok && copy_state(r);
@@ -451,7 +649,7 @@ void lm_unit_ref_free(lm_unit_ref *r)
     for (size_t e = 0; e < r->expert_w_count; e++)
         free(r->expert_w[e]);
     free(r->expert_w);
-    double *owned[] = {r->k, r->v, r->ckv, r->w_uk, r->w_uv, r->a, r->bias, r->skip,
+    double *owned[] = {r->k, r->v, r->scores, r->shift, r->weight_bound, r->ckv, r->w_uk, r->w_uv, r->a, r->bias, r->skip,
                        r->conv_w, r->tail, r->state};
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
         free(owned[i]);

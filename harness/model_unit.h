@@ -82,7 +82,15 @@ typedef struct lm_unit_ref lm_unit_ref;
 lm_status lm_unit_ref_create(const lm_unit *u, lm_unit_ref **out, lm_error *err);
 void lm_unit_ref_free(lm_unit_ref *r);
 /* One decode step in float64: x {batch, d_model} in and out (the residual stream).
- * Statuses of the kernel references it calls (LM_ERR_NONFINITE, LM_ERR_DOMAIN, ...). */
+ * Statuses of the kernel references it calls (LM_ERR_NONFINITE, LM_ERR_DOMAIN, ...).
+ * Attention over a quantized cache reads the cache's codes and parameters as stored and
+ * takes the rounding of the decode's int8 query codes from the unit's float32 query of the
+ * same token (model_ref.c): step the shadow after lm_unit_step of that token. */
 lm_status lm_unit_ref_step(lm_unit_ref *r, double *x, lm_error *err);
+/* Attention over a quantized cache: after a step, the most the VNNI decode kernel's 16-bit
+ * value weights (kvquant.h, LM_KVQ_WEIGHT_LEVELS) may move one output of the residual stream,
+ * max over the batch's outputs of |W_o| times lm_kvq_decode_f64_ref's weight_bound (absolute);
+ * 0 for every other unit. */
+double lm_unit_ref_value_weight_bound(const lm_unit_ref *r);
 
 #endif

@@ -291,18 +291,20 @@ test_bad_prompts_are_usage_errors() {
 
 test_check_runs_every_layer_kind_against_its_reference() {
   expect_exit 0 "$LONGMIX" model --check --isa scalar
-  for c in "attention " "attention q_gate f16" "attention int8 cache" "sliding window 8" mla mamba1 mamba2 delta; do
+  for c in "attention " "attention q_gate f16" "attention int8 cache" "sliding window 8" mla mamba1 \
+      mamba2 delta "attention int4 cache" "attention kivi4 " "attention kivi2 " \
+      "attn q_gate kivi4g64" "attention kivi2g64"; do
     grep -q "^scalar  *$c.* mixer [0-9.e+-]* (bound [0-9.e+-]*), \(dense\|MoE\) MLP [0-9.e+-]* (bound [0-9.e+-]*)  ok$" "$WORK/out" ||
       { echo "no ok line for '$c' on scalar"; cat "$WORK/out"; return 1; }
   done
   expect_text out "mla                  mixer"
   expect_text out "MoE MLP"
-  expect_text out "longmix model --check: 8 layer checks on 1 path, 8 passed, 0 failed"
-  # the default: every path this CPU runs, eight lines each
+  expect_text out "longmix model --check: 13 layer checks on 1 path, 13 passed, 0 failed"
+  # the default: every path this CPU runs, thirteen lines each
   expect_exit 0 "$LONGMIX" model --check
   paths=$(grep -c " ok$" "$WORK/out")
-  [ "$paths" -ge 8 ] && [ $((paths % 8)) = 0 ] || { echo "$paths ok lines"; return 1; }
-  expect_text out "$paths layer checks on $((paths / 8)) path"
+  [ "$paths" -ge 13 ] && [ $((paths % 13)) = 0 ] || { echo "$paths ok lines"; return 1; }
+  expect_text out "$paths layer checks on $((paths / 13)) path"
   ! grep -q FAILED "$WORK/out"
   expect_exit 0 "$LONGMIX" model --help
   expect_text out "--check [--isa LIST]"
