@@ -7,6 +7,9 @@
 #include "layers.h"
 
 #include <immintrin.h>
+
+/* loops over the constant batch extent: unrolled so the sums live in registers */
+#define UNROLL _Pragma("GCC unroll 8")
 #include <string.h>
 
 /* 8 weights at p[c..c+8) widened to float32 */
@@ -48,16 +51,19 @@ row_dot(load_fn load, one_fn one, const void *row, const float *x, size_t nb, si
         float rscale, float *y, size_t ldy, size_t r)
 {
     __m256 a0[LM_DENSE_BATCH_BLOCK], a1[LM_DENSE_BATCH_BLOCK];
+    UNROLL
     for (size_t b = 0; b < nb; b++)
         a0[b] = a1[b] = _mm256_setzero_ps();
     size_t c = 0;
     for (; c + 16 <= cols; c += 16) {
         __m256 w0 = load(row, c), w1 = load(row, c + 8);
+        UNROLL
         for (size_t b = 0; b < nb; b++) { /* a[b] += w * x[b, c..c+16) */
             a0[b] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + b * cols + c), a0[b]);
             a1[b] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + b * cols + c + 8), a1[b]);
         }
     }
+    UNROLL
     for (size_t b = 0; b < nb; b++) {
         float s = hsum(_mm256_add_ps(a0[b], a1[b]));
         for (size_t t = c; t < cols; t++)
