@@ -7,6 +7,7 @@
 #endif
 #include "attention.h"
 #include "../simd/avx512.h"
+#include "../simd/fast_exp.h"
 
 #undef LM_ISA_SUFFIX
 #define LM_ISA_SUFFIX avx512bf16

@@ -13,7 +13,8 @@
  *         words (v[2 j2, c], v[2 j2 + 1, c]). An odd last key pairs with a zero weight and
  *         a zero value row.
  * The softmax itself (maxima, exponentials, sums, rescale) is prefill_softmax's, in float32
- * on the unrounded scores; the row sums l are of the unrounded weights. */
+ * on the unrounded scores with the inline exp (prefill_exp); the row sums l are of the
+ * unrounded weights. */
 #ifndef __AVX512BF16__
 #error "prefill_bf16.h needs -mavx512bf16"
 #endif
@@ -209,7 +210,7 @@ LM_INLINE void prefill_tile_bf16(const uint16_t *restrict kp, const uint32_t *re
                                  float *restrict acc, prefill_prefetch *pf)
 {
     prefill_scores_bf16(kp, qt2, st, cols, d, scale);
-    prefill_softmax(st, bias, cols, m, l, alpha);
+    prefill_softmax(st, bias, cols, m, l, alpha, 1);
     prefill_pair_weights(st, cols, pp);
     const size_t kpairs = (cols + 1) / 2;
     size_t r0 = 0;

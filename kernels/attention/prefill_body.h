@@ -75,11 +75,29 @@ LM_INLINE void prefill_scores(const float *restrict kp, const float *restrict qt
     }
 }
 
+/* e^x lane-wise for the softmax (x <= 0, -inf for masked pairs). SLEEF's (1 ulp) on every
+ * path; the BF16-dot path, whose weights are then rounded to bfloat16 (2^-8), takes the
+ * inline fast_exp.h one (2 ulp, 14 instructions instead of a call), with x below its
+ * clamp (e^x < 1.3e-38) set to exactly 0 so masked pairs still weigh nothing. */
+LM_INLINE LM_V prefill_exp(LM_V x, int fast)
+{
+#ifdef LM_ATTN_PREFILL_BF16_DOT
+    if (fast) {
+        const __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(LM_FAST_EXP_LO), _CMP_GE_OQ);
+        return _mm512_maskz_mov_ps(live, V_EXP_FAST_NONPOS(x));
+    }
+#else
+    (void)fast;
+#endif
+    return V_EXP(x);
+}
+
 /* Online softmax of one head over one key tile, lane-wise over the TQ queries: St (plus
  * bias when non-NULL) becomes the weights e^(s - m_new); m, l {TQ} are updated and
  * alpha {TQ} = e^(m_old - m_new) receives the rescale of the rows' earlier sums. */
 LM_INLINE void prefill_softmax(float *restrict st, const float *restrict bias, size_t cols,
-                               float *restrict m, float *restrict l, float *restrict alpha)
+                               float *restrict m, float *restrict l, float *restrict alpha,
+                               int fast)
 {
     for (size_t qv = 0; qv < QV; qv++) {
         const size_t off = qv * LM_W;
@@ -95,11 +113,11 @@ LM_INLINE void prefill_softmax(float *restrict st, const float *restrict bias, s
                 mnew = V_MAX(mnew, V_LOADU(st + jj * TQ + off));
         LM_V sum = V_ZERO();
         for (size_t jj = 0; jj < cols; jj++) {
-            LM_V p = V_EXP(V_SUB(V_LOADU(st + jj * TQ + off), mnew)); /* e^(s - m) */
+            LM_V p = prefill_exp(V_SUB(V_LOADU(st + jj * TQ + off), mnew), fast); /* e^(s - m) */
             V_STOREU(st + jj * TQ + off, p);
             sum = V_ADD(sum, p);
         }
-        LM_V al = V_EXP(V_SUB(mold, mnew));
+        LM_V al = prefill_exp(V_SUB(mold, mnew), fast);
         V_STOREU(alpha + off, al);
         V_STOREU(l + off, V_FMA(V_LOADU(l + off), al, sum));
         V_STOREU(m + off, mnew);
@@ -378,7 +396,7 @@ LM_INLINE void prefill_run(const lm_attn_prefill_args *a, size_t head_begin, siz
                 }
 #endif
                 prefill_scores(w.kp, LM_SLOT_QT(ti, h), w.st, cols, d);
-                prefill_softmax(w.st, bias, cols, LM_SLOT_M(ti, h), LM_SLOT_L(ti, h), w.alpha);
+                prefill_softmax(w.st, bias, cols, LM_SLOT_M(ti, h), LM_SLOT_L(ti, h), w.alpha, 0);
                 prefill_pv(w.st, w.vp, cols, rows, d, LM_SLOT_ACC(ti, h), w.alpha, &pf);
             }
         }
