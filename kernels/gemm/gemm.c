@@ -309,24 +309,36 @@ size_t lm_gemm_work_bytes(const lm_gemm *g) { return g ? g->work_bytes : 0; }
  * rounded to the nearest integer (ties to even), so |q| <= 127 and
  * |a - s q| <= s (1/2 + 2^-17) (half a step, plus the quotient's rounding). A zero row
  * has s = 0 and codes 0. */
+/* Row {k} of A to codes q {k}: q = round(a / s), |a| <= 127 s, s > 0. Ternaries rather than
+ * fminf/fmaxf, which without fast-math are library calls and keep the loop scalar. */
+static void quantize_row(const float *restrict a, size_t k, float s, int8_t *restrict q)
+{
+    for (size_t l = 0; l < k; l++) {
+        float v = a[l] / s;
+        v = v < -127.0f ? -127.0f : v > 127.0f ? 127.0f : v;
+        /* v = round-to-nearest-even(v): exact for |v| < 2^22 (adding 1.5 2^23 leaves no
+         * fraction bits; the build has no fast-math) */
+        v = (v + 12582912.0f) - 12582912.0f;
+        q[l] = (int8_t)v;
+    }
+}
+
 void lm_gemm_quantize_rows_s8(const float *a, size_t m, size_t k, int8_t *q, float *scale)
 {
 #pragma omp parallel for schedule(static) if (m * k >= LM_GEMM_PASS_PARALLEL)
     for (size_t i = 0; i < m; i++) {
         const float *row = a + i * k; /* {k} */
         float most = 0.0f;
-        for (size_t l = 0; l < k; l++)
-            most = fmaxf(most, fabsf(row[l]));
+        for (size_t l = 0; l < k; l++) {
+            float v = fabsf(row[l]);
+            most = v > most ? v : most;
+        }
         float s = most / 127.0f;
         scale[i] = s;
-        for (size_t l = 0; l < k; l++) {
-            float v = s > 0.0f ? row[l] / s : 0.0f;
-            v = fminf(fmaxf(v, -127.0f), 127.0f);
-            /* v = round-to-nearest-even(v): exact for |v| < 2^22 (adding 1.5 2^23 leaves no
-             * fraction bits; the build has no fast-math) */
-            v = (v + 12582912.0f) - 12582912.0f;
-            q[i * k + l] = (int8_t)v;
-        }
+        if (s > 0.0f)
+            quantize_row(row, k, s, q + i * k);
+        else
+            memset(q + i * k, 0, k);
     }
 }
 
