@@ -321,7 +321,7 @@ bench: $(GBENCH) ## Google Benchmark over every bench-registry kernel -> results
 	$(RUNNER) $(GBENCH) --benchmark_out=results/gbench.json --benchmark_out_format=json $(BENCH_ARGS)
 	$(PYTHON) scripts/gbench_csv.py results/gbench.json --out results/gbench.csv
 
-# The prefill GEMM at one projection shape (docs/dependencies.md): oneDNN f32 / bf16, blocked
+# The prefill GEMM at one projection shape (docs/dependencies.md): oneDNN f32 / bf16 / int8, blocked
 # and plain weights, 1..T threads, % of the same run's peak; LM_OPENBLAS=.../libopenblas.so.0
 # adds that library's cblas_sgemm (dlopen: measured, not linked). GEMM_ARGS="M N K REPS T".
 GEMM_SHAPES := $(BUILD)/gemm-shapes
@@ -329,7 +329,7 @@ GEMM_ARGS   ?= 512 14336 4096 3 2
 $(GEMM_SHAPES): $(BUILD)/tools/gemm_shapes.o $(HARNESS_LIB) $(LIB)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS_ALL) $(LDFLAGS) $^ -o $@ $(LDLIBS)
-gemm-shapes: $(GEMM_SHAPES) ## The prefill GEMM at the Llama MLP shape, f32/bf16, 1-2 threads (~1 min; GEMM_ARGS=)
+gemm-shapes: $(GEMM_SHAPES) ## The prefill GEMM at the Llama MLP shape, f32/bf16/int8, 1-2 threads (~1 min; GEMM_ARGS=)
 	$(RUNNER) $(GEMM_SHAPES) $(GEMM_ARGS)
 
 # The decode projection (batch 1 and 8) at the same shape: longmix's GEMV against oneDNN's

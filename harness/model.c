@@ -49,7 +49,8 @@ static void usage(FILE *out)
         "  --ctx        decode: tokens in each sequence's cache; default 1k,4k,16k,64k (none\n"
         "               when --prompt is given without --ctx)\n"
         "  --prompt     prefill: prompt tokens of each sequence, e.g. 512,2k; the time to the\n"
-        "               first token (projections through oneDNN's GEMM; f32 or bf16 weights)\n"
+        "               first token (projections through oneDNN's GEMM; with int8 weights\n"
+        "               the activations are quantized to int8 per row)\n"
         "  --batch      sequences decoded together; default 1\n"
         "  --threads    default auto (1 and the core count)\n"
         "  --cache      attention cache: f32 f16 bf16 int8 int4 kivi4 kivi2 kivi4g64 kivi2g64;\n"
@@ -258,9 +259,6 @@ static int build_grid(const model_options *o, grid *g, int cores)
             return usage_error("--batch values must be at most 256");
     if (g->prompt_count > 0 && !lm_gemm_available())
         return usage_error("--prompt needs the prefill GEMM, and this build has none (no oneDNN)");
-    if (g->prompt_count > 0 && g->weights == LM_WEIGHT_INT8)
-        return usage_error("--prompt needs --weights f32 or bf16: the prefill GEMM (oneDNN) has "
-                           "no int8 path here");
     return 0;
 }
 
@@ -460,14 +458,19 @@ static lm_status measure_prefill(const lm_model_spec *s, const grid *g, long pro
     return LM_OK;
 }
 
-/* The same run's peak of the prefill GEMMs' dtype on the calling team: bf16 dot products
- * where the CPU has them (AVX512-BF16), else float32 FMA on the ISA path. */
+/* The same run's peak of the prefill GEMMs' dtype on the calling team: bf16 or int8
+ * (u8 x s8 VPDPBUSD, 2 operations per multiply-add) dot products where the CPU has them
+ * (AVX512-BF16, AVX512-VNNI), else float32 FMA on the ISA path. */
 static lm_status prefill_peak(lm_weight_dtype w, const lm_ops *ops, int threads, double *gflops,
                               const char **what, lm_error *err)
 {
     *what = "f32 FMA";
     if (w == LM_WEIGHT_BF16 && lm_roofline_peak_dot_bf16(threads, 5, 0.05, gflops, NULL) == LM_OK) {
         *what = "bf16 dot";
+        return LM_OK;
+    }
+    if (w == LM_WEIGHT_INT8 && lm_roofline_peak_dot_i8(threads, 5, 0.05, gflops, NULL) == LM_OK) {
+        *what = "int8 dot";
         return LM_OK;
     }
     return lm_roofline_peak(ops->isa, threads, 5, 0.05, gflops, err);

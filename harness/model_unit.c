@@ -369,9 +369,8 @@ static lm_status build_head(lm_unit *u, lm_error *err)
  * embedding table stay lm_dense: the head reads one row per sequence. */
 static lm_status pack_one(lm_gemm **g, lm_dense *d, size_t m, lm_error *err)
 {
-    lm_status st = lm_gemm_create(g, m, d->rows, d->cols, d->dtype, d->w, 0, err);
-    lm_free(d->w);
-    d->w = NULL;
+    lm_status st = lm_gemm_create(g, m, d->rows, d->cols, d->dtype, d->w, d->scale, 0, err);
+    lm_dense_free(d); /* codes and int8 row scales: the GEMM holds its own copies */
     return st;
 }
 

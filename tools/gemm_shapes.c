@@ -1,6 +1,7 @@
 /* `make gemm-shapes`: the prefill GEMM (kernels/gemm, oneDNN) at one projection shape,
- * C {m, n} = A {m, k} W^T, f32 and bf16 weights, blocked and plain weight layouts, on 1..T
- * threads, against the same run's peak of the dtype (float32 FMA, bf16 dot products).
+ * C {m, n} = A {m, k} W^T, f32, bf16 and int8 weights, blocked and plain weight layouts, on
+ * 1..T threads, against the same run's peak of the dtype (float32 FMA, bf16 dot products,
+ * u8 x s8 VPDPBUSD dot products for int8, 2 operations per multiply-add).
  * With LM_OPENBLAS=/path/libopenblas.so.0 it also times that library's cblas_sgemm (and
  * cblas_sbgemm when it has one) at the same shape, loaded with dlopen: OpenBLAS is measured,
  * not a dependency. Prints CSV on stdout. Usage: gemm-shapes [M N K [REPS [THREADS]]]. */
@@ -42,6 +43,8 @@ static double peak_of(const char *dtype, int threads)
     double g = 0.0;
     lm_error err;
     if (strcmp(dtype, "bf16") == 0 && lm_roofline_peak_dot_bf16(threads, 5, 0.05, &g, &err) == LM_OK)
+        return g;
+    if (strcmp(dtype, "int8") == 0 && lm_roofline_peak_dot_i8(threads, 5, 0.05, &g, &err) == LM_OK)
         return g;
     lm_isa isa = lm_isa_active(NULL);
     if (lm_roofline_peak(isa, threads, 5, 0.05, &g, &err) != LM_OK)
@@ -99,9 +102,12 @@ int main(int argc, char **argv)
                 getenv("LM_OPENBLAS"), sgemm ? "yes" : "no", sbgemm ? "yes" : "no");
     printf("lib,m,n,k,dtype,weights,threads,ms,gflops,peak_gflops,pct_peak,impl\n");
     double *t = malloc((size_t)reps * sizeof *t);
-    for (int dt = 0; dt < 2; dt++) {
-        lm_weight_dtype dtype = dt ? LM_WEIGHT_BF16 : LM_WEIGHT_F32;
+    const char *only = getenv("LM_GEMM_DTYPE"); /* one dtype's rows only: f32, bf16 or int8 */
+    for (int dt = 0; dt < 3; dt++) {
+        lm_weight_dtype dtype = (lm_weight_dtype)dt;
         const char *dname = lm_weight_dtype_name(dtype);
+        if (only && strcmp(only, dname) != 0)
+            continue;
         lm_dense d;
         lm_error err;
         if (lm_dense_init(&d, n, k, dtype, 5, &err) != LM_OK) {
@@ -113,7 +119,7 @@ int main(int argc, char **argv)
             double peak = peak_of(dname, threads);
             for (unsigned flags = 0; flags <= LM_GEMM_PLAIN_WEIGHTS; flags++) {
                 lm_gemm *g;
-                if (lm_gemm_create(&g, m, n, k, dtype, d.w, flags, &err) != LM_OK) {
+                if (lm_gemm_create(&g, m, n, k, dtype, d.w, d.scale, flags, &err) != LM_OK) {
                     fprintf(stderr, "gemm-shapes: %s\n", err.message);
                     return 1;
                 }

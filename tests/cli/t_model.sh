@@ -272,6 +272,27 @@ assert dec["ttft_ms"] == "" and dec["gemm_gflops"] == "", dec
 PY
 }
 
+test_int8_weights_prefill_writes_ok_rows() {
+  # int8 weights: the GEMM quantizes the activations per row; every unit kind of both models
+  expect_exit 0 "$LONGMIX" model --model "$TINY" --model "$HYBRID" --prompt 64,128 --batch 1,2 \
+    --weights int8 --threads 1 --reps 1 --out "$WORK/i8.csv" --crossover-out "$WORK/i8x.csv"
+  expect_text out "| tiny-hybrid | int8 | 1 | 2 | 128 |"
+  expect_text err "int8 dot"
+  [ "$(rows_of "$WORK/i8.csv")" = 8 ]
+  "$PYTHON" - "$WORK/i8.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert {(r["model"], r["n_ctx"], r["batch"]) for r in rows} == {
+    (m, n, b) for m in ("tiny-attn", "tiny-hybrid") for n in ("64", "128") for b in ("1", "2")}, rows
+for r in rows:
+    assert r["status"] == "ok" and r["phase"] == "prefill" and r["weights"] == "int8", r
+    assert float(r["ttft_ms"]) > 0 and float(r["gemm_gflops"]) > 0, r
+    # against the int8 dot-product peak of the same run
+    g, p = float(r["gemm_gflops"]), float(r["gemm_peak_gflops"])
+    assert p > 0 and abs(float(r["gemm_peak_frac"]) - g / p) < 1e-4 * g / p, r
+PY
+}
+
 test_bad_prompts_are_usage_errors() {
   expect_exit 2 "$LONGMIX" model --model "$TINY" --prompt 0 --out "$WORK/m.csv"
   expect_text err "--prompt"
@@ -280,8 +301,6 @@ test_bad_prompts_are_usage_errors() {
   expect_exit 2 "$LONGMIX" model --model "$TINY" --prompt 64, --out "$WORK/m.csv"
   expect_exit 2 "$LONGMIX" model --model "$TINY" --prompt
   expect_text err "--prompt needs a value"
-  expect_exit 2 "$LONGMIX" model --model "$TINY" --prompt 64 --weights int8 --out "$WORK/m.csv"
-  expect_text err "--prompt needs --weights f32 or bf16"
   expect_exit 2 "$LONGMIX" model --model "$TINY" --prompt 128k --out "$WORK/m.csv"
   expect_text err "--prompt 131072 is past tiny-attn's max_context 65536"
   expect_exit 2 "$LONGMIX" model --preset llama3-8b --prompt 8k --batch 64 --out "$WORK/m.csv"
