@@ -47,7 +47,7 @@ static int measure(const lm_dense *w, size_t copies, size_t m, int threads, int 
     lm_gemm *g[COPIES_MAX] = {0};
     lm_error err;
     for (size_t c = 0; c < copies; c++)
-        if (lm_gemm_create(&g[c], m, n, k, w[c].dtype, w[c].w, 0, &err) != LM_OK) {
+        if (lm_gemm_create(&g[c], m, n, k, w[c].dtype, w[c].w, w[c].scale, 0, &err) != LM_OK) {
             fprintf(stderr, "gemv-shapes: %s\n", err.message);
             return 1;
         }
