@@ -1,5 +1,5 @@
 /* `make gemv-shapes`: the decode projection y {m, n} = x {m, k} W^T at small m (batch 1..8)
- * with bf16 (or f32) weights, longmix's own GEMV (lm_dense_apply, kernels/layers) against
+ * with bf16 (or f32, int8) weights, longmix's own GEMV (lm_dense_apply, kernels/layers) against
  * oneDNN's matmul (lm_gemm, kernels/gemm) at the same shape, beside the read-only stream
  * (lm_model_stream), all in the same minutes: the three are timed in turn, round after
  * round, and each prints its median. The weights are held in enough copies to exceed twice
@@ -100,8 +100,8 @@ int main(int argc, char **argv)
     lm_weight_dtype dtype;
     lm_error err;
     if (n == 0 || k == 0 || reps < 1 || reps > ROUNDS_MAX || tmax < 1 ||
-        lm_weight_dtype_parse(dname, &dtype, &err) != LM_OK || dtype == LM_WEIGHT_INT8) {
-        fprintf(stderr, "usage: gemv-shapes [N K [REPS (1..%d) [THREADS [f32|bf16 [M...]]]]]\n",
+        lm_weight_dtype_parse(dname, &dtype, &err) != LM_OK) {
+        fprintf(stderr, "usage: gemv-shapes [N K [REPS (1..%d) [THREADS [f32|bf16|int8 [M...]]]]]\n",
                 ROUNDS_MAX);
         return 2;
     }
