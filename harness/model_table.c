@@ -381,10 +381,12 @@ static void cross(const series *m, const series *b, crossing *x)
     x->verdict = "no_common_ctx";
     if (n == 0)
         return;
-    size_t i = 0;
-    while (i < n && mm[i] >= bb[i])
+    /* the first context where the model's side (faster or not) differs from the first's */
+    const bool faster0 = mm[0] < bb[0];
+    size_t i = 1;
+    while (i < n && (mm[i] < bb[i]) == faster0)
         i++;
-    if (i == 0) {
+    if (i == n && faster0) {
         x->verdict = "faster_at_every_ctx";
         x->hi_ctx = ctx[0];
         x->hi_m = mm[0];
@@ -398,14 +400,16 @@ static void cross(const series *m, const series *b, crossing *x)
         x->lo_b = bb[n - 1];
         return;
     }
-    x->verdict = "crossed";
+    /* crossed: slower up to lo, faster from hi; faster_below: faster up to lo, slower from hi
+     * (a model whose step grows faster with the context than the baseline's) */
+    x->verdict = faster0 ? "faster_below" : "crossed";
     x->lo_ctx = ctx[i - 1];
     x->lo_m = mm[i - 1];
     x->lo_b = bb[i - 1];
     x->hi_ctx = ctx[i];
     x->hi_m = mm[i];
     x->hi_b = bb[i];
-    double r0 = log(x->lo_m / x->lo_b), r1 = log(x->hi_m / x->hi_b); /* r0 >= 0 > r1 */
+    double r0 = log(x->lo_m / x->lo_b), r1 = log(x->hi_m / x->hi_b); /* opposite signs */
     double f = r0 / (r0 - r1);
     x->nstar = exp(log((double)x->lo_ctx) + f * (log((double)x->hi_ctx) - log((double)x->lo_ctx)));
 }

@@ -137,7 +137,7 @@ hy = [r for r in rows if r["model"] == "tiny-hybrid"]
 assert float(hy[0]["state_bytes_seq"]) == 4 * 2 * (512 * 19 + 512 * 32 + 576 * 3 + 4096 + 256 * 3), hy[0]
 x = list(csv.DictReader(open(sys.argv[2])))
 assert len(x) == 1 and x[0]["model"] == "tiny-hybrid" and x[0]["baseline"] == "tiny-attn", x
-assert x[0]["verdict"] in ("crossed", "faster_at_every_ctx", "slower_at_every_ctx"), x
+assert x[0]["verdict"] in ("crossed", "faster_below", "faster_at_every_ctx", "slower_at_every_ctx"), x
 PY
   # make report's model section: the table, the crossover and the figure from these files
   mkdir -p "$WORK/r" && cp "$WORK/m.csv" "$WORK/r/models.csv" && cp "$WORK/x.csv" "$WORK/r/model_crossover.csv"
@@ -252,7 +252,7 @@ for r in rows:
     assert float(r["flops"]) > 0 and r["copies_max"] == "1", r
 x = list(csv.DictReader(open(sys.argv[2])))
 assert len(x) == 2 and all(c["phase"] == "prefill" and c["model"] == "tiny-hybrid" for c in x), x
-assert all(c["verdict"] in ("crossed", "faster_at_every_ctx", "slower_at_every_ctx") for c in x), x
+assert all(c["verdict"] in ("crossed", "faster_below", "faster_at_every_ctx", "slower_at_every_ctx") for c in x), x
 PY
   # with --ctx as well: decode rows beside them, and --resume keeps both phases
   expect_exit 0 "$LONGMIX" model --model "$TINY" --prompt 64 --ctx 64 --threads 1 --reps 1 \
