@@ -9,26 +9,13 @@
 #include "../harness/roofline.h"
 #include "../kernels/attention/attention.h"
 #include "../kernels/gemm/gemm.h"
+#include "tool_time.h"
 
 #include <dlfcn.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 typedef void sgemm_fn(int order, int ta, int tb, int m, int n, int k, float alpha,
                       const float *a, int lda, const float *b, int ldb, float beta, float *c,
@@ -124,15 +111,15 @@ int main(int argc, char **argv)
                     return 1;
                 }
                 for (int r = -1; r < reps; r++) {
-                    double t0 = now();
+                    double t0 = tool_now();
                     if (lm_gemm_run(g, a, c, &err) != LM_OK) {
                         fprintf(stderr, "gemm-shapes: %s\n", err.message);
                         return 1;
                     }
                     if (r >= 0)
-                        t[r] = now() - t0;
+                        t[r] = tool_now() - t0;
                 }
-                qsort(t, (size_t)reps, sizeof *t, cmp);
+                qsort(t, (size_t)reps, sizeof *t, tool_cmp_double);
                 row("onednn", m, n, k, dname, flags ? "plain" : "blocked", threads,
                     t[reps / 2], peak, lm_gemm_impl(g));
                 lm_gemm_free(g);
@@ -141,7 +128,7 @@ int main(int argc, char **argv)
                 if (blas_threads)
                     blas_threads(threads);
                 for (int r = -1; r < reps; r++) {
-                    double t0 = now();
+                    double t0 = tool_now();
                     if (dt == 0) /* CblasRowMajor 101, CblasNoTrans 111, CblasTrans 112 */
                         sgemm(101, 111, 112, (int)m, (int)n, (int)k, 1.0f, a, (int)k, d.w,
                               (int)k, 0.0f, c, (int)n);
@@ -149,9 +136,9 @@ int main(int argc, char **argv)
                         sbgemm(101, 111, 112, (int)m, (int)n, (int)k, 1.0f, a16, (int)k, d.w,
                                (int)k, 0.0f, c, (int)n);
                     if (r >= 0)
-                        t[r] = now() - t0;
+                        t[r] = tool_now() - t0;
                 }
-                qsort(t, (size_t)reps, sizeof *t, cmp);
+                qsort(t, (size_t)reps, sizeof *t, tool_cmp_double);
                 row("openblas", m, n, k, dname, "plain", threads, t[reps / 2], peak,
                     dt ? "cblas_sbgemm" : "cblas_sgemm");
             }

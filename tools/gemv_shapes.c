@@ -11,31 +11,18 @@
 #include "../harness/model_run.h"
 #include "../harness/topo.h"
 #include "../kernels/gemm/gemm.h"
+#include "tool_time.h"
 
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 enum { ROUNDS_MAX = 64, COPIES_MAX = 64 };
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double median(double *t, int n)
 {
-    qsort(t, (size_t)n, sizeof *t, cmp);
+    qsort(t, (size_t)n, sizeof *t, tool_cmp_double);
     return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }
 
@@ -54,19 +41,19 @@ static int measure(const lm_dense *w, size_t copies, size_t m, int threads, int 
     const lm_ops *ops = lm_ops_active();
     double t_own[ROUNDS_MAX], t_dnn[ROUNDS_MAX], t_stream[ROUNDS_MAX];
     for (int r = -1; r < reps; r++) { /* round -1 warms every copy up */
-        double t0 = now();
+        double t0 = tool_now();
         for (size_t c = 0; c < copies; c++)
             if (lm_dense_apply(&w[c], x, m, y, ops, &err) != LM_OK) {
                 fprintf(stderr, "gemv-shapes: %s\n", err.message);
                 return 1;
             }
-        double t1 = now();
+        double t1 = tool_now();
         for (size_t c = 0; c < copies; c++)
             if (lm_gemm_run(g[c], x, y, &err) != LM_OK) {
                 fprintf(stderr, "gemv-shapes: %s\n", err.message);
                 return 1;
             }
-        double t2 = now(), gbps, bytes;
+        double t2 = tool_now(), gbps, bytes;
         if (lm_model_stream(ops, llc, 1, &gbps, &bytes, &err) != LM_OK) {
             fprintf(stderr, "gemv-shapes: %s\n", err.message);
             return 1;

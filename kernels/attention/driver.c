@@ -32,9 +32,18 @@ static bool all_finite_f32(const float *x, size_t count)
     return true;
 }
 
-/* all_finite_f32 over OpenMP threads (the prefill inputs are tens of MB: a serial scan
- * would be a visible serial fraction of a 2-thread run). */
-static bool all_finite_f32_parallel(const float *x, size_t count)
+/* True when no bfloat16 x[i] is NaN or +-inf (exponent bits all ones). */
+static bool all_finite_bf16(const uint16_t *x, size_t count)
+{
+    uint32_t bad = 0;
+    for (size_t i = 0; i < count; i++)
+        bad += (x[i] & 0x7f80u) == 0x7f80u;
+    return bad == 0;
+}
+
+/* all_finite_f32 (bf16: all_finite_bf16) over OpenMP threads (the prefill inputs are tens
+ * of MB: a serial scan would be a visible serial fraction of a 2-thread run). */
+static bool all_finite_parallel(const void *x, size_t count, bool bf16)
 {
     enum { CHUNK = 1 << 16 };
     const long chunks = (long)((count + CHUNK - 1) / CHUNK);
@@ -43,7 +52,8 @@ static bool all_finite_f32_parallel(const float *x, size_t count)
     for (long c = 0; c < chunks; c++) {
         const size_t begin = (size_t)c * CHUNK;
         const size_t len = count - begin < CHUNK ? count - begin : CHUNK;
-        bad |= !all_finite_f32(x + begin, len);
+        bad |= bf16 ? !all_finite_bf16((const uint16_t *)x + begin, len)
+                    : !all_finite_f32((const float *)x + begin, len);
     }
     return bad == 0;
 }
@@ -81,28 +91,6 @@ static const lm_ops *pick_ops(const lm_ops *ops, size_t head_dim)
     return head_dim % 16 != 0 && ops->isa != LM_ISA_SCALAR ? lm_ops_for(LM_ISA_SCALAR) : ops;
 }
 
-/* True when no bfloat16 x[i] is NaN or +-inf (exponent bits all ones). */
-static bool all_finite_bf16(const uint16_t *x, size_t count)
-{
-    uint32_t bad = 0;
-    for (size_t i = 0; i < count; i++)
-        bad += (x[i] & 0x7f80u) == 0x7f80u;
-    return bad == 0;
-}
-
-static bool all_finite_bf16_parallel(const uint16_t *x, size_t count)
-{
-    enum { CHUNK = 1 << 17 };
-    const long chunks = (long)((count + CHUNK - 1) / CHUNK);
-    int bad = 0;
-#pragma omp parallel for schedule(static) reduction(| : bad) if (chunks > 4)
-    for (long c = 0; c < chunks; c++) {
-        const size_t begin = (size_t)c * CHUNK;
-        bad |= !all_finite_bf16(x + begin, count - begin < CHUNK ? count - begin : CHUNK);
-    }
-    return bad == 0;
-}
-
 /* The prefill's input arrays of its dtype: present and finite. */
 static lm_status prefill_check_inputs(const lm_attn_prefill_args *a, lm_error *err)
 {
@@ -114,17 +102,13 @@ static lm_status prefill_check_inputs(const lm_attn_prefill_args *a, lm_error *e
                               : a->q == NULL || a->k == NULL || a->v == NULL))
         return lm_fail(err, LM_ERR_ARG, "q, k, v (of the dtype, %s) and o must not be NULL",
                        bf16 ? "bf16" : "f32");
-    const char *bad = NULL;
-    if (bf16)
-        bad = !all_finite_bf16_parallel(a->q16, nq)   ? "q"
-              : !all_finite_bf16_parallel(a->k16, nk) ? "k"
-              : !all_finite_bf16_parallel(a->v16, nk) ? "v"
-                                                      : NULL;
-    else
-        bad = !all_finite_f32_parallel(a->q, nq)   ? "q"
-              : !all_finite_f32_parallel(a->k, nk) ? "k"
-              : !all_finite_f32_parallel(a->v, nk) ? "v"
-                                                   : NULL;
+    const void *q = bf16 ? (const void *)a->q16 : (const void *)a->q;
+    const void *k = bf16 ? (const void *)a->k16 : (const void *)a->k;
+    const void *v = bf16 ? (const void *)a->v16 : (const void *)a->v;
+    const char *bad = !all_finite_parallel(q, nq, bf16)   ? "q"
+                      : !all_finite_parallel(k, nk, bf16) ? "k"
+                      : !all_finite_parallel(v, nk, bf16) ? "v"
+                                                          : NULL;
     if (bad != NULL)
         return lm_fail(err, LM_ERR_NONFINITE, "%s must contain only finite values", bad);
     return LM_OK;
