@@ -85,7 +85,7 @@ test_an_aborted_run_is_an_error_in_every_format() {
 test_unsupported_dtype_is_bad_input() {
   kernel_case "$WORK/f8.json" 'c["dtype"] = "f8"'
   expect_exit 2 "$LONGMIX" verify --sha256 "$(pin_of "$WORK/f8.json")" "$WORK/f8.json"
-  expect_text err "dtype f8 is not supported by kernel attention_prefill (supported: f32, f64)"
+  expect_text err "dtype f8 is not supported by kernel attention_prefill (supported: f32, bf16, f64)"
 }
 test_invalid_kernel_shape_is_bad_input_naming_the_fields() {
   kernel_case "$WORK/g.json" 'c["id"] = "gqa"; c["shape"]["heads"] = 6; c["shape"]["kv_heads"] = 4'
