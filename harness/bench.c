@@ -229,6 +229,16 @@ float *lm_bench_uniform_f32(uint64_t seed, size_t count, double low, double high
     return draw_f32(seed, count, false, low, high);
 }
 
+uint16_t *lm_bench_round_bf16(float *x, size_t count)
+{
+    uint16_t *h = lm_alloc((count ? count : 1) * sizeof *h);
+    if (h == NULL)
+        return NULL;
+    lm_kv_store(LM_KV_BF16, x, h, count);
+    lm_kv_load(LM_KV_BF16, h, x, count);
+    return h;
+}
+
 double lm_bench_sum_f32(const float *x, size_t count)
 {
     double sum = 0.0;

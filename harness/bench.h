@@ -148,6 +148,10 @@ float *lm_bench_normal_f32(uint64_t seed, size_t count, double scale);
 float *lm_bench_uniform_f32(uint64_t seed, size_t count, double low, double high);
 /* Sum of x as double; NaN when any element is not finite. */
 double lm_bench_sum_f32(const float *x, size_t count);
+/* x {count} rounded to bfloat16 into a new array (what a bf16 kernel reads), and x itself
+ * overwritten by the rounded values (what the check's float64 reference reads). NULL when
+ * out of memory. Free with lm_free. */
+uint16_t *lm_bench_round_bf16(float *x, size_t count);
 
 #ifdef __cplusplus
 }

@@ -202,17 +202,6 @@ static void prefill_teardown(void *state)
     free(s);
 }
 
-/* x {count} rounded to bfloat16 into a new array, and x replaced by the rounded values. */
-static uint16_t *round_bf16(float *x, size_t count)
-{
-    uint16_t *h = lm_alloc(count * sizeof *h);
-    if (h == NULL)
-        return NULL;
-    lm_kv_store(LM_KV_BF16, x, h, count);
-    lm_kv_load(LM_KV_BF16, h, x, count);
-    return h;
-}
-
 static lm_status prefill_setup_mask(const lm_bench_config *c, void **state, lm_attn_mask mask,
                                     lm_error *err)
 {
@@ -237,9 +226,9 @@ static lm_status prefill_setup_mask(const lm_bench_config *c, void **state, lm_a
                                      .heads = h, .kv_heads = g, .head_dim = d, .mask = mask,
                                      .scale = 1.0f / sqrtf((float)d)};
     if (bf16) {
-        s->q16 = round_bf16(s->q, n * h * d);
-        s->k16 = round_bf16(s->k, n * g * d);
-        s->v16 = round_bf16(s->v, n * g * d);
+        s->q16 = lm_bench_round_bf16(s->q, n * h * d);
+        s->k16 = lm_bench_round_bf16(s->k, n * g * d);
+        s->v16 = lm_bench_round_bf16(s->v, n * g * d);
         if (s->q16 == NULL || s->k16 == NULL || s->v16 == NULL) {
             prefill_teardown(s);
             return lm_fail(err, LM_ERR_NOMEM, "cannot allocate a bf16 prefill of %zu tokens", n);

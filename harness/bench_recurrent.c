@@ -594,9 +594,12 @@ static size_t ssd_head_dim(long d_inner)
     return d_inner % SSD_HEAD_DIM == 0 ? SSD_HEAD_DIM : (size_t)d_inner;
 }
 
+/* dtype bf16 (ssd_chunked): x, b, c drawn in float32 and rounded to bfloat16 (x16, b16,
+ * c16, what the kernel reads; x, b, c hold the rounded values for the check). */
 typedef struct ssd_state {
     lm_ssm_ssd_f32 p;
     float *x, *dt_raw, *dt_bias, *a, *b, *c, *skip, *y, *h, *h_init;
+    uint16_t *x16, *b16, *c16;
     size_t chunk;
     bool decode;
     bool recurrent; /* ssd_recurrent: the token-by-token scan, the baseline of ssd_chunked */
@@ -610,7 +613,25 @@ static void ssd_teardown(void *state)
     float *all[] = {s->x, s->dt_raw, s->dt_bias, s->a, s->b, s->c, s->skip, s->y, s->h, s->h_init};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         lm_free(all[i]);
+    lm_free(s->x16), lm_free(s->b16), lm_free(s->c16);
     free(s);
+}
+
+/* The bf16 inputs of an SSD prefill: x, b, c rounded (x16, b16, c16 the kernel's). */
+static lm_status ssd_round_bf16(ssd_state *s, lm_error *err)
+{
+    lm_ssm_ssd_f32 *p = &s->p;
+    const size_t rows = p->batch * p->length;
+    s->x16 = lm_bench_round_bf16(s->x, rows * p->heads * p->head_dim);
+    s->b16 = lm_bench_round_bf16(s->b, rows * p->state);
+    s->c16 = lm_bench_round_bf16(s->c, rows * p->state);
+    if (s->x16 == NULL || s->b16 == NULL || s->c16 == NULL)
+        return lm_fail(err, LM_ERR_NOMEM, "cannot allocate a bf16 SSD scan of %zu tokens",
+                       p->length);
+    p->dtype = LM_KV_BF16;
+    p->x16 = s->x16, p->b16 = s->b16, p->c16 = s->c16;
+    p->x = p->b = p->c = NULL;
+    return LM_OK;
 }
 
 static lm_status ssd_setup_common(const lm_bench_config *cfg, bool decode, void **state,
@@ -657,6 +678,11 @@ static lm_status ssd_setup_common(const lm_bench_config *cfg, bool decode, void 
                             .dt_bias = s->dt_bias, .a = s->a, .b = s->b, .c = s->c,
                             .skip = s->skip, .h0 = decode ? s->h : NULL, .y = s->y,
                             .h_final = decode ? s->h : NULL};
+    lm_status st;
+    if (strcmp(cfg->dtype, "bf16") == 0 && (st = ssd_round_bf16(s, err)) != LM_OK) {
+        ssd_teardown(s);
+        return st;
+    }
     *state = s;
     return LM_OK;
 }
@@ -734,19 +760,25 @@ static lm_status ssd_check(void *state, const lm_ops *ops, double *checksum,
         memcpy(s->h, s->h_init, state_count * sizeof(float));
     }
     *checksum = lm_bench_sum_f32(s->y, p->batch * len * heads * pd);
+    lm_ssm_ssd_f32 ref = *p; /* the float32 (for bf16: rounded) inputs the oracle reads */
+    ref.x = s->x, ref.b = s->b, ref.c = s->c;
     double *y = malloc(len * pd * sizeof *y);
     lm_bench_err e = lm_bench_err_start();
     lm_status st = y ? LM_OK : LM_ERR_NOMEM;
     size_t step = s->decode ? 1 : (heads > 1 ? heads - 1 : 1);
     for (size_t h = 0; h < heads && st == LM_OK; h += step) {
-        st = ssd_head_f64(p, h, y, err);
+        st = ssd_head_f64(&ref, h, y, err);
         for (size_t t = 0; st == LM_OK && t < len; t++)
             lm_bench_err_add_f32(&e, s->y + (t * heads + h) * pd, y + t * pd, pd);
     }
     free(y);
     if (st != LM_OK)
         return lm_bench_err_skipped(*checksum, err_max, err);
-    if (!lm_bench_err_within(&e, *checksum, 1e-3, err_max))
+    /* bf16: the BF16-dot path rounds its products' float32 operands (error <= about 2^-8 of
+     * each term's magnitude); a sanity bound for gross errors, the contract cases hold the
+     * precise one */
+    const double tolerance = p->dtype == LM_KV_BF16 ? 1.6e-2 : 1e-3;
+    if (!lm_bench_err_within(&e, *checksum, tolerance, err_max))
         return lm_fail(err, LM_ERR_NUMERIC, "ssd output differs from the float64 recurrence by "
                                             "%.3g (relative to max |y|)", *err_max);
     return LM_OK;
@@ -760,8 +792,10 @@ static void ssd_cost_common(const lm_bench_config *c, bool decode, double *flops
     double b = (double)c->batch, l = decode ? 1.0 : (double)c->n_ctx;
     double d = (double)c->d_inner, n = (double)c->d_state;
     double heads = d / (double)ssd_head_dim(c->d_inner);
+    const double in = strcmp(c->dtype, "bf16") == 0 ? 2.0 : 4.0; /* x, b, c element bytes */
     *flops = 5.0 * b * l * d * n;
-    *bytes = 4.0 * (b * l * (2.0 * d + heads + 2.0 * n) + (decode ? 2.0 * b * d * n : 0.0));
+    *bytes = in * b * l * (d + 2.0 * n) + 4.0 * (b * l * (d + heads) +
+                                                 (decode ? 2.0 * b * d * n : 0.0));
 }
 
 static void ssd_scan_cost(const lm_bench_config *c, double *flops, double *bytes)
@@ -776,9 +810,10 @@ static void ssd_step_cost(const lm_bench_config *c, double *flops, double *bytes
 
 const lm_bench_case lm_bench_ssd_chunked = {
     .name = "ssd_chunked",
-    .summary = "Mamba-2 SSD prefill, chunked (d_inner / 64 heads of 64, N = d_state)",
+    .summary = "Mamba-2 SSD prefill, chunked (d_inner / 64 heads of 64, N = d_state; bf16: "
+               "BF16 dot products where the CPU has them)",
     .role = "prefill_ssd",
-    .dtypes = "f32",
+    .dtypes = "f32,bf16",
     .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_SSM | LM_BENCH_USES_CHUNK | LM_BENCH_USES_BATCH,
     .defaults = {.dtype = "f32", .bits = 32, .n_ctx = 1024, .chunk = 32, .d_inner = 8192,
                  .d_state = 128, .batch = 1},

@@ -29,6 +29,15 @@ static float *to_f32(lm_kcase *kcase, const double *values, size_t count)
     return values != NULL ? lm_kcase_to_f32(kcase, values, count) : NULL;
 }
 
+/* A case-owned bfloat16 copy of count float32 values (round to nearest even), or NULL. */
+static uint16_t *to_bf16_copy(lm_kcase *kcase, const float *values, size_t count)
+{
+    uint16_t *out = values != NULL ? lm_kcase_alloc(kcase, count, sizeof *out) : NULL;
+    if (out != NULL)
+        lm_kv_store(LM_KV_BF16, values, out, count);
+    return out;
+}
+
 /* ---- ssm_mamba1_scan ---------------------------------------------------------------------
  * Recipe, shape {batch B, length L, channels D, state N}, every array drawn whatever the
  * options, in this order:
@@ -362,7 +371,7 @@ static lm_status run_linear(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_
 static lm_status run_ssd(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
                          lm_error *err)
 {
-    static const char *const dtypes[] = {"f32", "f64", NULL};
+    static const char *const dtypes[] = {"f32", "bf16", "f64", NULL};
     static const char *const options[] = {"extras", "chunk", "decode", "positive_a", NULL};
     size_t B, L, H, P, G, N;
     bool extras, decode, positive;
@@ -407,6 +416,13 @@ static lm_status run_ssd(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kou
     lm_kcase_budget_per_thread(&budget, LM_PRODUCT(T + 16, 2 * N + 4 * P + C + 128),
                                sizeof(float));
     lm_budget_add(&budget, LM_PRODUCT(P, N), sizeof(double));
+    const bool bf16 = strcmp(kcase->dtype, "bf16") == 0; /* x, b, c in bfloat16 too */
+    if (bf16) {
+        lm_budget_add(&budget, LM_PRODUCT(B, L, H, P), sizeof(uint16_t));
+        lm_budget_add(&budget, LM_PRODUCT(B, L, G, N), 2 * sizeof(uint16_t));
+        lm_kcase_budget_per_thread(&budget, LM_PRODUCT(T + 16, 2 * N + 2 * P + 2 * C + 64),
+                                   sizeof(float));
+    }
     if ((status = lm_kcase_reserve(kcase, &budget, err)) != LM_OK)
         return status;
     const double r = 1.0 / sqrt((double)N);
@@ -437,17 +453,31 @@ static lm_status run_ssd(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kou
         return lm_ssm_ssd_f64_ref(&p, err);
     }
     float *res = lm_kcase_alloc(kcase, nx + ns, sizeof(float));
-    lm_ssm_ssd_f32 p = {B, L, H, P, G, N, to_f32(kcase, x, nx), to_f32(kcase, dt, B * L * H),
-                        extras ? to_f32(kcase, bias, H) : NULL, to_f32(kcase, a, H),
-                        to_f32(kcase, b, nbc), to_f32(kcase, c, nbc),
-                        extras ? to_f32(kcase, skip, H) : NULL,
-                        extras ? to_f32(kcase, h0, ns) : NULL, res, res ? res + nx : NULL};
+    lm_ssm_ssd_f32 p = {.batch = B, .length = L, .heads = H, .head_dim = P, .groups = G,
+                        .state = N, .x = to_f32(kcase, x, nx),
+                        .dt_raw = to_f32(kcase, dt, B * L * H),
+                        .dt_bias = extras ? to_f32(kcase, bias, H) : NULL,
+                        .a = to_f32(kcase, a, H), .b = to_f32(kcase, b, nbc),
+                        .c = to_f32(kcase, c, nbc), .skip = extras ? to_f32(kcase, skip, H) : NULL,
+                        .h0 = extras ? to_f32(kcase, h0, ns) : NULL, .y = res,
+                        .h_final = res ? res + nx : NULL};
     if (!res || !p.x || !p.dt_raw || !p.a || !p.b || !p.c || (extras && (!p.dt_bias ||
         !p.skip || !p.h0)))
         return no_memory(kcase, err);
+    if (bf16) { /* x, b and c rounded to bfloat16 (float32 first); the rest stays float32 */
+        p.dtype = LM_KV_BF16;
+        if ((p.x16 = to_bf16_copy(kcase, p.x, nx)) == NULL ||
+            (p.b16 = to_bf16_copy(kcase, p.b, nbc)) == NULL ||
+            (p.c16 = to_bf16_copy(kcase, p.c, nbc)) == NULL)
+            return no_memory(kcase, err);
+        p.x = p.b = p.c = NULL;
+    }
     if (!decode) {
         const bool chunked = chunk >= 0;
         status = lm_ssm_ssd_scan_f32(&p, chunked, chunked ? (size_t)chunk : 0, ops, err);
+    } else if (bf16) { /* the step is float32 only: the operator's own refusal */
+        p.length = 1, p.h_final = res + nx, p.h0 = p.h_final;
+        status = lm_ssm_ssd_decode_f32(&p, ops, err);
     } else {
         /* one token at a time; the state lives in res + nx */
         float *state = res + nx;
@@ -467,8 +497,10 @@ static lm_status run_ssd(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kou
                 memcpy(bt + bi * G * N, p.b + (bi * L + t) * G * N, G * N * sizeof(float));
                 memcpy(ct + bi * G * N, p.c + (bi * L + t) * G * N, G * N * sizeof(float));
             }
-            lm_ssm_ssd_f32 step = {B, 1, H, P, G, N, xt, dtt, p.dt_bias, p.a, bt, ct, p.skip,
-                                   state, yt, state};
+            lm_ssm_ssd_f32 step = {.batch = B, .length = 1, .heads = H, .head_dim = P,
+                                   .groups = G, .state = N, .x = xt, .dt_raw = dtt,
+                                   .dt_bias = p.dt_bias, .a = p.a, .b = bt, .c = ct,
+                                   .skip = p.skip, .h0 = state, .y = yt, .h_final = state};
             status = lm_ssm_ssd_decode_f32(&step, ops, err);
             for (size_t bi = 0; bi < B; bi++)
                 memcpy(res + (bi * L + t) * H * P, yt + bi * H * P, H * P * sizeof(float));

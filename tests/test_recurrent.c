@@ -676,7 +676,7 @@ static void check_ssd_case(const ssd_case *c, uint64_t seed)
             const size_t chunk = chunks[ci];
             lm_ssm_ssd_f32 pf = {B, L, H, P, G, N, x.f, dt.f, c->extras ? bias.f : NULL, a.f,
                                  b.f, cc.f, c->extras ? skip.f : NULL,
-                                 c->extras ? h0.f : NULL, y.f, hf.f};
+                                 c->extras ? h0.f : NULL, y.f, hf.f, LM_KV_F32, NULL, NULL, NULL};
             cr_assert_eq(lm_ssm_ssd_scan_f32(&pf, chunk != 0, chunk, ops, &err),
                          LM_OK, "%s", err.message);
             const double ey = max_err(&y), eh = max_err(&hf);
@@ -707,7 +707,7 @@ static void check_ssd_case(const ssd_case *c, uint64_t seed)
                 memcpy(ct + bi * G * N, cc.f + (bi * L + t) * G * N, G * N * sizeof(float));
             }
             lm_ssm_ssd_f32 step = {B, 1, H, P, G, N, xt, dtt, c->extras ? bias.f : NULL, a.f, bt,
-                                   ct, c->extras ? skip.f : NULL, state, yt, state};
+                                   ct, c->extras ? skip.f : NULL, state, yt, state, LM_KV_F32, NULL, NULL, NULL};
             cr_assert_eq(lm_ssm_ssd_decode_f32(&step, step_kernel, &err), LM_OK, "%s",
                          err.message);
             for (size_t bi = 0; bi < B; bi++)
@@ -737,10 +737,145 @@ Test(recurrent, ssd_every_path_chunk_and_decode_matches_oracle)
         check_ssd_case(&cases[i], 6000 + i);
 }
 
+/* bfloat16 copies of a pair's float values, and the pair itself rounded to them. */
+static uint16_t *pair_to_bf16(pair *p)
+{
+    uint16_t *h = malloc((p->n ? p->n : 1) * sizeof *h);
+    cr_assert(h != NULL);
+    lm_kv_store(LM_KV_BF16, p->f, h, p->n);
+    for (size_t i = 0; i < p->n; i++) {
+        p->f[i] = lm_f32_from_bf16(h[i]);
+        p->d[i] = (double)p->f[i];
+    }
+    return h;
+}
+
+static double *abs_copy(const double *v, size_t n)
+{
+    double *a = malloc((n ? n : 1) * sizeof *a);
+    cr_assert(a != NULL);
+    for (size_t i = 0; i < n; i++)
+        a[i] = fabs(v[i]);
+    return a;
+}
+
+/* The chunked SSD on bfloat16 x, b, c (slot ssd_chunked_bf16), every path and chunk size,
+ * against the float64 oracle on the rounded inputs: |got - want| <= rtol scale per element,
+ * scale = the oracle on absolute values (|x|, |b|, |c|, |skip|, |h0|: every term's
+ * magnitude, decays and steps being positive) + |want|, rtol = 2^-8 + 2^-16 (the bf16
+ * roundings of the avx512bf16 products, docs/kernels.md) + the float32 allowance of
+ * check_ssd_case. A path that widens matches the f32 slot on the widened inputs bit for bit. */
+static void check_ssd_bf16_case(const ssd_case *c, uint64_t seed)
+{
+    lm_rng rng;
+    lm_rng_seed(&rng, seed);
+    const size_t B = c->B, L = c->L, H = c->H, P = c->P, G = c->G, N = c->N;
+    pair x = pair_normal(&rng, B * L * H * P, 1.0), dt = pair_normal(&rng, B * L * H, 1.0);
+    pair bias = pair_new(H);
+    lm_rng_fill_uniform(&rng, -4.0, -1.0, bias.d, H);
+    pair_sync(&bias);
+    pair a = pair_new(H);
+    lm_rng_fill_uniform(&rng, c->a_min, c->a_max, a.d, H);
+    a.d[0] = 0.0;
+    pair_sync(&a);
+    pair b = pair_normal(&rng, B * L * G * N, 1.0 / sqrt((double)N));
+    pair cc = pair_normal(&rng, B * L * G * N, 1.0 / sqrt((double)N));
+    pair skip = pair_normal(&rng, H, 1.0), h0 = pair_normal(&rng, B * H * P * N, 1.0);
+    uint16_t *x16 = pair_to_bf16(&x), *b16 = pair_to_bf16(&b), *c16 = pair_to_bf16(&cc);
+    pair y = pair_new(B * L * H * P), hf = pair_new(B * H * P * N);
+    lm_ssm_ssd_f64 pd = {B, L, H, P, G, N, x.d, dt.d, bias.d, a.d, b.d, cc.d, skip.d, h0.d,
+                         y.d, hf.d};
+    lm_error err;
+    cr_assert_eq(lm_ssm_ssd_f64_ref(&pd, &err), LM_OK, "%s", err.message);
+    double *ax = abs_copy(x.d, x.n), *ab = abs_copy(b.d, b.n), *ac = abs_copy(cc.d, cc.n);
+    double *as = abs_copy(skip.d, skip.n), *ah = abs_copy(h0.d, h0.n);
+    double *ys = malloc(y.n * sizeof *ys), *hs = malloc(hf.n * sizeof *hs);
+    cr_assert(ys != NULL && hs != NULL);
+    lm_ssm_ssd_f64 pa = {B, L, H, P, G, N, ax, dt.d, bias.d, a.d, ab, ac, as, ah, ys, hs};
+    cr_assert_eq(lm_ssm_ssd_f64_ref(&pa, &err), LM_OK, "%s", err.message);
+    const double rtol = 0x1p-8 + 0x1p-16 + 64.0 * sqrt((double)(L + N)) * 0x1p-24;
+    float *yw = malloc(y.n * sizeof *yw), *hw = malloc(hf.n * sizeof *hw);
+    cr_assert(yw != NULL && hw != NULL);
+    static const size_t chunks[] = {7, 16, 64};
+    for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
+        if (!lm_isa_available((lm_isa)isa))
+            continue;
+        const lm_ops *ops = lm_ops_for((lm_isa)isa);
+        for (size_t ci = 0; ci < sizeof chunks / sizeof chunks[0]; ci++) {
+            lm_ssm_ssd_f32 p16 = {.batch = B, .length = L, .heads = H, .head_dim = P,
+                                  .groups = G, .state = N, .dt_raw = dt.f, .dt_bias = bias.f,
+                                  .a = a.f, .skip = skip.f, .h0 = h0.f, .y = y.f,
+                                  .h_final = hf.f, .dtype = LM_KV_BF16, .x16 = x16,
+                                  .b16 = b16, .c16 = c16};
+            cr_assert_eq(lm_ssm_ssd_scan_f32(&p16, true, chunks[ci], ops, &err), LM_OK, "%s",
+                         err.message);
+            double worst = 0.0;
+            for (size_t i = 0; i < y.n; i++)
+                worst = fmax(worst, fabs((double)y.f[i] - y.d[i]) /
+                                        (rtol * (ys[i] + fabs(y.d[i])) + 1e-30));
+            for (size_t i = 0; i < hf.n; i++)
+                worst = fmax(worst, fabs((double)hf.f[i] - hf.d[i]) /
+                                        (rtol * (hs[i] + fabs(hf.d[i])) + 1e-30));
+            cr_expect(worst <= 1.0, "isa %s B=%zu L=%zu H=%zu P=%zu G=%zu N=%zu chunk=%zu: "
+                      "error %.3g of the bound", lm_isa_name((lm_isa)isa), B, L, H, P, G, N,
+                      chunks[ci], worst);
+            if (isa == LM_ISA_AVX512BF16)
+                continue;
+            lm_ssm_ssd_f32 p32 = p16;
+            p32.dtype = LM_KV_F32, p32.x = x.f, p32.b = b.f, p32.c = cc.f, p32.y = yw;
+            p32.h_final = hw, p32.x16 = p32.b16 = p32.c16 = NULL;
+            cr_assert_eq(lm_ssm_ssd_scan_f32(&p32, true, chunks[ci], ops, &err), LM_OK);
+            cr_expect(memcmp(yw, y.f, y.n * sizeof *yw) == 0 &&
+                      memcmp(hw, hf.f, hf.n * sizeof *hw) == 0,
+                      "isa %s chunk %zu: the widened bf16 run differs from the f32 slot",
+                      lm_isa_name((lm_isa)isa), chunks[ci]);
+        }
+    }
+    free(yw), free(hw), free(ys), free(hs), free(ax), free(ab), free(ac), free(as), free(ah);
+    free(x16), free(b16), free(c16);
+    pair *all[] = {&x, &dt, &bias, &a, &b, &cc, &skip, &h0, &y, &hf};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        pair_free(all[i]);
+}
+
+Test(recurrent, ssd_bf16_chunked_every_path_within_its_bound)
+{
+    static const ssd_case cases[] = {
+        {1, 130, 2, 64, 1, 128, true, -8.0, 0.0}, /* the pair layout: P 64, N 128 */
+        {2, 50, 3, 16, 1, 16, true, -8.0, 0.0},   /* odd sub-chunk lengths */
+        {1, 45, 3, 32, 1, 10, true, -300.0, -40.0}, /* sub-chunks from odd rows; N % 16 */
+        {1, 37, 2, 8, 1, 64, true, -8.0, 0.0},    /* P % 16: widened on every path */
+        {1, 20, 2, 16, 1, 7, true, -8.0, 0.0},    /* N odd: widened on every path */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_ssd_bf16_case(&cases[i], 6100 + i);
+}
+
+Test(recurrent, ssd_bf16_only_in_the_chunked_form)
+{
+    float dt[2] = {0}, a[2] = {-1.0f, -0.5f}, y[4], h[8] = {0};
+    uint16_t x16[4] = {0}, b16[2] = {0}, c16[2] = {0};
+    lm_ssm_ssd_f32 p = {.batch = 1, .length = 1, .heads = 2, .head_dim = 2, .groups = 1,
+                        .state = 2, .dt_raw = dt, .a = a, .y = y, .h0 = h, .h_final = h,
+                        .dtype = LM_KV_BF16, .x16 = x16, .b16 = b16, .c16 = c16};
+    lm_error err;
+    cr_assert_eq(lm_ssm_ssd_scan_f32(&p, true, 4, lm_ops_active(), &err), LM_OK, "%s",
+                 err.message);
+    cr_assert_eq(lm_ssm_ssd_scan_f32(&p, false, 0, lm_ops_active(), &err), LM_ERR_ARG);
+    cr_assert(strstr(err.message, "chunked form") != NULL, "%s", err.message);
+    cr_assert_eq(lm_ssm_ssd_decode_f32(&p, lm_ops_active(), &err), LM_ERR_ARG);
+    cr_assert(strstr(err.message, "chunked form") != NULL, "%s", err.message);
+    p.x16 = NULL;
+    cr_assert_eq(lm_ssm_ssd_scan_f32(&p, true, 4, lm_ops_active(), &err), LM_ERR_SHAPE);
+    cr_assert(strstr(err.message, "x16") != NULL, "%s", err.message);
+    p.dtype = LM_KV_F16;
+    cr_assert_eq(lm_ssm_ssd_scan_f32(&p, true, 4, lm_ops_active(), &err), LM_ERR_ARG);
+}
+
 Test(recurrent, ssd_rejects_bad_input)
 {
     float x[4] = {0}, dt[2] = {0}, a[2] = {-1.0f, 0.5f}, b[4] = {0}, c[4] = {0}, y[4];
-    lm_ssm_ssd_f32 p = {1, 1, 2, 2, 1, 2, x, dt, NULL, a, b, c, NULL, NULL, y, NULL};
+    lm_ssm_ssd_f32 p = {1, 1, 2, 2, 1, 2, x, dt, NULL, a, b, c, NULL, NULL, y, NULL, LM_KV_F32, NULL, NULL, NULL};
     lm_error err;
     cr_assert_eq(lm_ssm_ssd_scan_f32(&p, true, 4, lm_ops_active(), &err), LM_ERR_DOMAIN);
     cr_assert(strstr(err.message, "a must be non-positive") != NULL, "%s", err.message);

@@ -19,41 +19,7 @@
 #error "prefill_bf16.h needs -mavx512bf16"
 #endif
 
-#include <immintrin.h>
-
-/* Word i of the result is (lo[i], hi[i]) for two rows of 16 bfloat16 (or of 16 float32
- * weights converted with round to nearest even, bf16_pair_ps). */
-static inline __m512i bf16_interleave(__m512i both) /* both = [lo 0..15 | hi 0..15] */
-{
-    static const uint16_t order[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
-                                       8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-    return _mm512_permutexvar_epi16(_mm512_loadu_si512(order), both);
-}
-
-LM_INLINE __m512i bf16_pair_rows(const uint16_t *lo, const uint16_t *hi)
-{
-    const __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)lo);
-    const __m256i b = hi != NULL ? _mm256_loadu_si256((const __m256i *)(const void *)hi)
-                                 : _mm256_setzero_si256();
-    return bf16_interleave(_mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1));
-}
-
-LM_INLINE __m512i bf16_pair_ps(__m512 lo, __m512 hi)
-{
-    return bf16_interleave((__m512i)_mm512_cvtne2ps_pbh(hi, lo));
-}
-
-LM_INLINE __m512 bf16_dot(__m512 acc, __m512i a, __m512i b)
-{
-    return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b);
-}
-
-LM_INLINE __m512i bf16_bcast_word(const void *p)
-{
-    uint32_t word;
-    memcpy(&word, p, sizeof word);
-    return _mm512_set1_epi32((int)word);
-}
+#include "../simd/avx512bf16.h"
 
 /* Qt2 {d / 2, TQ} = the words of q rows [i0, i0 + rows) of one head (rows past n: 0);
  * m = -FLT_MAX, l = 0, acc {rows, d} = 0. */

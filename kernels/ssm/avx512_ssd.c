@@ -7,6 +7,7 @@
 
 #include "../simd/avx512.h"
 #define SSD_CHUNKED_NAME lm_ssd_chunked_f32_avx512
+#define SSD_CHUNKED_BF16_NAME lm_ssd_chunked_bf16_avx512
 #include "ssd_body.h"
 #define SSD_STEP_NAME lm_ssd_step_f32_avx512
 #include "ssd_step_body.h"

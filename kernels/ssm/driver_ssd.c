@@ -55,8 +55,13 @@ static lm_status check(const lm_ssm_ssd_f32 *p, lm_error *err)
                        "must be positive");
     if (H % G != 0)
         return lm_fail(err, LM_ERR_SHAPE, "heads (%zu) must be a multiple of groups (%zu)", H, G);
-    if (!p->x || !p->dt_raw || !p->a || !p->b || !p->c || !p->y)
-        return lm_fail(err, LM_ERR_SHAPE, "x, dt_raw, a, b, c and y must be given");
+    if (p->dtype != LM_KV_F32 && p->dtype != LM_KV_BF16)
+        return lm_fail(err, LM_ERR_ARG, "SSD inputs must be f32 or bf16 (no f16 compute path)");
+    const bool bf16 = p->dtype == LM_KV_BF16;
+    if (!p->dt_raw || !p->a || !p->y || (bf16 ? !p->x16 || !p->b16 || !p->c16
+                                              : !p->x || !p->b || !p->c))
+        return lm_fail(err, LM_ERR_SHAPE, "x, dt_raw, a, b, c and y must be given%s",
+                       bf16 ? " (x, b and c as bf16: x16, b16, c16)" : "");
     for (size_t h = 0; h < H; h++) {
         if (!isfinite(p->a[h]))
             return lm_fail(err, LM_ERR_NONFINITE, "a must contain only finite values (a[%zu])", h);
@@ -105,6 +110,23 @@ static void chunk_scores(const lm_ops *ops, const float *c, const float *b, size
         memset(sc + t * C + t + 1, 0, (C - t - 1) * sizeof(float));
 }
 
+/* chunk_scores on bfloat16 c and b rows: widened (exactly) into cw {n, N}, then the same
+ * product; bt {N, C} and cw {C, N} scratch. */
+static void chunk_scores_bf16(const lm_ops *ops, const uint16_t *c, const uint16_t *b,
+                              size_t ld, size_t n, size_t N, size_t C, float *bt, float *cw,
+                              float *sc)
+{
+    for (size_t s = 0; s < n; s++)
+        for (size_t k = 0; k < N; k++) {
+            bt[k * C + s] = lm_f32_from_bf16(b[s * ld + k]);
+            cw[s * N + k] = lm_f32_from_bf16(c[s * ld + k]);
+        }
+    memset(sc, 0, C * C * sizeof(float));
+    ops->gemm_acc_f32(n, n, N, cw, N, bt, C, sc, C);
+    for (size_t t = 0; t < n; t++)
+        memset(sc + t * C + t + 1, 0, (C - t - 1) * sizeof(float));
+}
+
 /* The chunked scan through the SSD kernel of `ops` (ssd_chunked.h), over spans of time
  * whose chunk scores fit SSD_SCORES_MAX floats (usually the whole sequence: one span).
  * Per span, first the chunk scores C_t . B_s of every (batch row, group) and chunk, once
@@ -127,8 +149,11 @@ static lm_status ssd_chunked(const lm_ops *ops, const lm_ssm_ssd_f32 *p, size_t 
                                    ? SSD_SCORES_MAX / (B * G * C * T) : 1;
     const size_t span = span_blocks * T < L ? span_blocks * T : L; /* tokens per span */
     const size_t chunks = (span + C - 1) / C;                        /* chunks per span */
-    const size_t kernel_work = round16(lm_ssd_chunked_work_floats(C, P));
-    const size_t per_thread = kernel_work + round16(N * C);
+    const bool bf16 = p->dtype == LM_KV_BF16;
+    lm_ssd_chunked_fn *const kernel = bf16 ? ops->ssd_chunked_bf16 : ops->ssd_chunked_f32;
+    const size_t kernel_work = round16(bf16 ? lm_ssd_chunked_bf16_work_floats(T, C, P, N)
+                                            : lm_ssd_chunked_work_floats(C, P));
+    const size_t per_thread = kernel_work + round16(N * C) * (bf16 ? 2 : 1);
     const size_t items = B * H, state_floats = round16(N * P);
     const int threads = items > 1 ? omp_get_max_threads() : 1;
     float *work = lm_alloc((size_t)threads * per_thread * sizeof(float));
@@ -142,6 +167,7 @@ static lm_status ssd_chunked(const lm_ops *ops, const lm_ssm_ssd_f32 *p, size_t 
     {
         float *kw = work + (size_t)omp_get_thread_num() * per_thread; /* the kernel's */
         float *bt = kw + kernel_work; /* {N, C}: B of a chunk, transposed */
+        float *cw = bt + round16(N * C); /* {C, N}: C of a chunk, widened (bf16 inputs) */
 #pragma omp for schedule(static) nowait
         for (long long item = 0; item < (long long)items; item++) {
             init_state(p, (size_t)item, states + (size_t)item * state_floats);
@@ -157,8 +183,13 @@ static lm_status ssd_chunked(const lm_ops *ops, const lm_ssm_ssd_f32 *p, size_t 
                 const size_t bg = (size_t)job / span_chunks, j = (size_t)job % span_chunks;
                 const size_t bi = bg / G, g = bg % G, row = bi * L + s0 + j * C;
                 const size_t n = span_len - j * C < C ? span_len - j * C : C;
-                chunk_scores(ops, p->c + (row * G + g) * N, p->b + (row * G + g) * N, G * N,
-                             n, N, C, bt, scores + (bg * chunks + j) * C * C);
+                float *sc = scores + (bg * chunks + j) * C * C;
+                if (bf16)
+                    chunk_scores_bf16(ops, p->c16 + (row * G + g) * N, p->b16 + (row * G + g) * N,
+                                      G * N, n, N, C, bt, cw, sc);
+                else
+                    chunk_scores(ops, p->c + (row * G + g) * N, p->b + (row * G + g) * N, G * N,
+                                 n, N, C, bt, sc);
             }
             for (size_t t0 = s0; t0 < s0 + span_len; t0 += T) {
                 const size_t len = s0 + span_len - t0 < T ? s0 + span_len - t0 : T;
@@ -168,15 +199,20 @@ static lm_status ssd_chunked(const lm_ops *ops, const lm_ssm_ssd_f32 *p, size_t 
                     const size_t row = bi * L + t0;
                     const lm_ssd_block_f32 blk = {
                         .length = len, .chunk = C, .head_dim = P, .state = N,
-                        .x = p->x + (row * H + h) * P, .dt_raw = p->dt_raw + row * H + h,
-                        .b = p->b + (row * G + g) * N, .c = p->c + (row * G + g) * N,
+                        .x = bf16 ? NULL : p->x + (row * H + h) * P,
+                        .dt_raw = p->dt_raw + row * H + h,
+                        .b = bf16 ? NULL : p->b + (row * G + g) * N,
+                        .c = bf16 ? NULL : p->c + (row * G + g) * N,
                         .scores = scores + ((bi * G + g) * chunks + (t0 - s0) / C) * C * C,
                         .y = p->y + (row * H + h) * P,
                         .s = states + (size_t)item * state_floats,
                         .ldx = H * P, .ld_dt = H, .ldbc = G * N, .ldy = H * P,
                         .dt_bias = p->dt_bias ? p->dt_bias[h] : 0.0f, .a = p->a[h],
-                        .skip = p->skip ? p->skip[h] : 0.0f};
-                    ops->ssd_chunked_f32(&blk, kw);
+                        .skip = p->skip ? p->skip[h] : 0.0f,
+                        .x16 = bf16 ? p->x16 + (row * H + h) * P : NULL,
+                        .b16 = bf16 ? p->b16 + (row * G + g) * N : NULL,
+                        .c16 = bf16 ? p->c16 + (row * G + g) * N : NULL};
+                    kernel(&blk, kw);
                 }
             }
         }
@@ -203,6 +239,9 @@ lm_status lm_ssm_ssd_scan_f32(const lm_ssm_ssd_f32 *p, bool chunked, size_t chun
         return status;
     if (chunked && chunk == 0)
         return lm_fail(err, LM_ERR_ARG, "chunk must be positive");
+    if (!chunked && p->dtype == LM_KV_BF16)
+        return lm_fail(err, LM_ERR_ARG, "bf16 SSD inputs need the chunked form (the recurrent "
+                       "scan is float32 only)");
     if (chunked)
         return ssd_chunked(ops, p, chunk, err);
     /* recurrent: the linear-attention kernel, one token per "chunk" */
@@ -318,6 +357,9 @@ lm_status lm_ssm_ssd_decode_f32(const lm_ssm_ssd_f32 *p, const lm_ops *ops, lm_e
     if (status != LM_OK)
         return status;
     lm_ssd_step_fn *const kernel = ops->ssd_step_f32;
+    if (p->dtype == LM_KV_BF16)
+        return lm_fail(err, LM_ERR_ARG, "bf16 SSD inputs need the chunked form (the decode "
+                       "step is float32 only)");
     if (p->length != 1)
         return lm_fail(err, LM_ERR_ARG, "length must be 1 for a decode step, got %zu", p->length);
     if (p->h0 == NULL || p->h0 != p->h_final)

@@ -7,6 +7,7 @@
 
 #include "../simd/neon.h"
 #define SSD_CHUNKED_NAME lm_ssd_chunked_f32_neon
+#define SSD_CHUNKED_BF16_NAME lm_ssd_chunked_bf16_neon
 #include "ssd_body.h"
 #define SSD_STEP_NAME lm_ssd_step_f32_neon
 #include "ssd_step_body.h"

@@ -11,6 +11,7 @@
  * One pass over the x rows builds Xw = diag(w) x (the output tiles read x again, in place,
  * for skip x); nothing else touches y or S. */
 #include "ssd_chunked.h"
+#include "ssd_decay.h"
 
 #include <math.h>
 #include <string.h>
@@ -178,22 +179,6 @@ static void ssd_state_rows(size_t mr, size_t P, size_t m, float alpha, float bet
         }
 }
 
-/* delta[0:n] = softplus(raw[0:n stride ld] + bias) = max(u, 0) + log1p(exp(-|u|)) */
-static void ssd_softplus(const float *raw, size_t ld, float bias, size_t n, float *tmp,
-                         float *delta)
-{
-    for (size_t t = 0; t < n; t++)
-        tmp[t] = raw[t * ld] + bias;
-    const LM_V zero = V_SET1(0.0f);
-    size_t t = 0;
-    for (; t + LM_W <= n; t += LM_W) {
-        const LM_V v = V_LOADU(tmp + t);
-        V_STOREU(delta + t, V_ADD(V_MAX(v, zero), V_LOG1P(V_EXP(V_SUB(zero, V_ABS(v))))));
-    }
-    for (; t < n; t++)
-        delta[t] = fmaxf(tmp[t], 0.0f) + log1pf(expf(-fabsf(tmp[t])));
-}
-
 void SSD_CHUNKED_NAME(const lm_ssd_block_f32 *blk, float *work)
 {
     const size_t len = blk->length, C = blk->chunk, P = blk->head_dim, N = blk->state;
@@ -221,26 +206,9 @@ void SSD_CHUNKED_NAME(const lm_ssd_block_f32 *blk, float *work)
         for (size_t t = 0; t < n; t++)
             lg[t] = dl[t] * blk->a;
         for (size_t a0 = 0; a0 < n;) {
-            /* the sub-chunk [a0, b1): the longest run whose decay stays within SSD_RANGE */
-            size_t b1 = a0 + 1;
-            float acc = 0.0f;
-            cl[a0] = 0.0f;
-            while (b1 < n && acc + lg[b1] >= -SSD_RANGE) {
-                acc += lg[b1];
-                cl[b1++] = acc;
-            }
+            float alpha, beta; /* the sub-chunk [a0, b1) and its decays */
+            const size_t b1 = ssd_subchunk(lg, dl, a0, n, cl, u, w, &alpha, &beta);
             const size_t m = b1 - a0;
-            size_t i = a0;
-            for (; i + LM_W <= b1; i += LM_W) { /* u = exp(c), w = exp(-c) delta */
-                const LM_V ci = V_LOADU(cl + i);
-                V_STOREU(u + i, V_EXP(ci));
-                V_STOREU(w + i, V_MUL(V_EXP(V_SUB(V_SET1(0.0f), ci)), V_LOADU(dl + i)));
-            }
-            for (; i < b1; i++) {
-                u[i] = expf(cl[i]);
-                w[i] = expf(-cl[i]) * dl[i];
-            }
-            const float alpha = expf(lg[a0]), beta = u[b1 - 1];
             for (size_t s = a0; s < b1; s++) { /* xw = w x */
                 const float *xr = blk->x + (t0 + s) * ldx; /* {P} */
                 float *xws = xw + s * P;
@@ -276,3 +244,34 @@ void SSD_CHUNKED_NAME(const lm_ssd_block_f32 *blk, float *work)
         }
     }
 }
+
+#ifdef SSD_CHUNKED_BF16_NAME
+#include "../attention/attention.h" /* lm_f32_from_bf16 */
+
+/* dst {rows, cols} (dense) = the bfloat16 rows src {rows, cols} (ld apart), widened. */
+static void ssd_widen_rows(const uint16_t *src, size_t ld, size_t rows, size_t cols,
+                           float *dst)
+{
+    for (size_t r = 0; r < rows; r++)
+        for (size_t j = 0; j < cols; j++)
+            dst[r * cols + j] = lm_f32_from_bf16(src[r * ld + j]);
+}
+
+/* Slot ssd_chunked_bf16 on a path without bfloat16 dot products: the block's x, b and c
+ * rows widened to float32 (exact) into work, then the f32 kernel on them; the result is
+ * the f32 slot's on the widened inputs, bit for bit. work holds
+ * lm_ssd_chunked_bf16_work_floats(blk->length, ...) floats. */
+void SSD_CHUNKED_BF16_NAME(const lm_ssd_block_f32 *blk, float *work)
+{
+    const size_t len = blk->length, P = blk->head_dim, N = blk->state;
+    float *xf = work, *bf = xf + len * P, *cf = bf + len * N;
+    float *kw = work + ((len * (P + 2 * N) + 15) & ~(size_t)15);
+    ssd_widen_rows(blk->x16, blk->ldx, len, P, xf);
+    ssd_widen_rows(blk->b16, blk->ldbc, len, N, bf);
+    ssd_widen_rows(blk->c16, blk->ldbc, len, N, cf);
+    lm_ssd_block_f32 f = *blk;
+    f.x = xf, f.b = bf, f.c = cf, f.ldx = P, f.ldbc = N;
+    f.x16 = f.b16 = f.c16 = NULL;
+    SSD_CHUNKED_NAME(&f, kw);
+}
+#endif

@@ -20,6 +20,7 @@
 #include "lm_kernels.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Largest decay range of a sub-chunk: w_s <= e^48 (about 7e20), far from float overflow
  * for any sane input, and u_t >= e^-48 far above the smallest normal float. */
@@ -40,6 +41,9 @@ typedef struct lm_ssd_block_f32 {
     float *s;          /* {N, P}: the state, updated in place */
     size_t ldx, ld_dt, ldbc, ldy;
     float dt_bias, a, skip; /* the head's bias, A (<= 0) and skip */
+    /* Slot ssd_chunked_bf16: x, b and c in bfloat16 here instead (same layout and strides;
+     * the float32 pointers are not read). */
+    const uint16_t *x16, *b16, *c16;
 } lm_ssd_block_f32;
 
 /* Floats of workspace one call needs (per thread). */
@@ -48,6 +52,23 @@ static inline size_t lm_ssd_chunked_work_floats(size_t chunk, size_t head_dim)
     const size_t cp = (chunk * head_dim + 15) & ~(size_t)15;
     const size_t c16 = ((chunk + 15) & ~(size_t)15) + 16;
     return cp + 6 * c16;
+}
+
+/* Floats of workspace one call of slot ssd_chunked_bf16 needs (per thread) for blocks of
+ * at most `length` tokens: the float32 copies of the block's x, b and c rows that a path
+ * without bfloat16 dot products widens into (then the f32 kernel's workspace), or the
+ * bfloat16 pair layouts of the avx512bf16 kernel (ssd_bf16.h), whichever is larger. */
+static inline size_t lm_ssd_chunked_bf16_work_floats(size_t length, size_t chunk,
+                                                     size_t head_dim, size_t state)
+{
+    const size_t r16 = 15, wide = ((length * (head_dim + 2 * state) + r16) & ~r16) +
+                                  lm_ssd_chunked_work_floats(chunk, head_dim);
+    /* pairs: Xw {C/2, P}, S {N/2, P}, B^T {N, C/2}, scores {C, C/2} words, + f32 work */
+    const size_t c2 = (chunk + 1) / 2 + 1;
+    const size_t pairs = ((c2 * head_dim + r16) & ~r16) + (((state + 1) / 2 * head_dim + r16) & ~r16) +
+                         ((state * c2 + r16) & ~r16) + ((chunk * c2 + r16) & ~r16) +
+                         lm_ssd_chunked_work_floats(chunk, head_dim);
+    return wide > pairs ? wide : pairs;
 }
 
 /* Runs the block's chunks in order, updating blk->s in place and writing blk->y.

@@ -6,6 +6,7 @@
 
 #include "lm_core.h"
 #include "lm_ops.h"
+#include "../attention/attention.h"
 #include "../linear/linear.h"
 #include "ssd_chunked.h"
 
@@ -235,11 +236,16 @@ typedef struct lm_ssm_ssd_f64 {
     double *h_final;       /* {B, H, P, N} or NULL; may alias h0 */
 } lm_ssm_ssd_f64;
 
+/* The inputs x, b and c are float32, or (dtype LM_KV_BF16, chunked form only) bfloat16 in
+ * x16, b16 and c16 with x, b and c NULL; dt_raw, dt_bias, a, skip, h0 and the outputs are
+ * float32 either way. A zeroed dtype is F32. */
 typedef struct lm_ssm_ssd_f32 {
     size_t batch, length, heads, head_dim, groups, state;
     const float *x, *dt_raw, *dt_bias, *a, *b, *c, *skip, *h0; /* as in lm_ssm_ssd_f64 */
     float *y;
     float *h_final;
+    lm_kv_dtype dtype;                /* F32 or BF16 (x, b, c) */
+    const uint16_t *x16, *b16, *c16;  /* dtype BF16: x {B, L, H, P}, b and c {B, L, G, N} */
 } lm_ssm_ssd_f32;
 
 /* Float64 oracle (token by token). LM_ERR_SHAPE (a size 0, heads not a multiple of
@@ -249,11 +255,12 @@ lm_status lm_ssm_ssd_f64_ref(const lm_ssm_ssd_f64 *p, lm_error *err);
 
 /* The operator: checks p (as the oracle, without scanning token data), then with the
  * kernels of `ops`
- *   chunked: the SSD kernel (ssd_chunked_f32, with gemm_acc_f32 for the chunk scores
- *            computed once per group);
+ *   chunked: the SSD kernel (ssd_chunked_f32, or ssd_chunked_bf16 for bfloat16 inputs,
+ *            with gemm_acc_f32 for the chunk scores computed once per group);
  *   recurrent: for every (batch row, head) the recurrent linear-attention kernel
  *            (linear_recurrent_f32) over blocks of time with the head's state in place.
- * chunk 0 is LM_ERR_ARG when chunked. */
+ * chunk 0 is LM_ERR_ARG when chunked; bfloat16 inputs in the recurrent form or the decode
+ * step are LM_ERR_ARG. */
 lm_status lm_ssm_ssd_scan_f32(const lm_ssm_ssd_f32 *p, bool chunked, size_t chunk,
                               const lm_ops *ops, lm_error *err);
 
