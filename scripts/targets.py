@@ -60,16 +60,22 @@ def f(r, key):
     return float(r[key])
 
 
+# The roofline row that is a dtype's compute peak (f32 FMA, or bf16 dot products).
+PEAK_KERNEL = {"bf16": "peak_dot_bf16"}
+
+
 def fma_frac(rows, r):
-    """r's fraction of peak FMA and a note. A peak measurement can only read low (a
-    disturbed minute, a shared core), never high, so the peak is the larger of the row's
-    own sweep roofline (gflops / roofline_frac) and the opening roofline of the run
-    (roofline.csv, same thread count); the note says when the sweep's own read low."""
+    """r's fraction of the peak of its dtype (f32: FMA; bf16: VDPBF16PS dot products) and
+    a note. A peak measurement can only read low (a disturbed minute, a shared core), never
+    high, so the peak is the larger of the row's own sweep roofline (gflops /
+    roofline_frac) and the opening roofline of the run (roofline.csv, same thread count);
+    the note says when the sweep's own read low."""
     frac = f(r, "roofline_frac")
     if frac <= 0 or f(r, "gflops") <= 0:
         return frac, ""
     own = f(r, "gflops") / frac
-    opening = one(rows, "roofline", kernel="peak_fma", threads=int(r["threads"]))
+    opening = one(rows, "roofline", kernel=PEAK_KERNEL.get(r.get("dtype"), "peak_fma"),
+                  threads=int(r["threads"]))
     peak = max(own, f(opening, "gflops") if opening is not None else 0.0)
     note = ""
     if peak > 1.1 * own:
@@ -300,8 +306,8 @@ def recurrent(rows, t):
         s = f(m1, "median_s") / f(m2, "median_s")
         t.add("Mamba-1 scan 1 -> 2 threads >= 1.8x", f"{s:.2f}x", s >= 1.8)
     ratio_target(rows, t, "SSD (32 x 64, N = 128, L = 4096) chunked >= 3x the recurrent scan",
-                 "ssd_chunked", "ssd_recurrent", 3.0)
-    best = max(pick(rows, kernel="ssd_chunked", threads=1),
+                 "ssd_chunked", "ssd_recurrent", 3.0, dtype="f32")
+    best = max(pick(rows, kernel="ssd_chunked", threads=1, dtype="f32"),
                key=lambda r: f(r, "gflops"), default=None)
     name = "SSD chunked: >= 40 % of peak FMA (whole kernel, 1 thread)"
     if best is None:
@@ -359,6 +365,38 @@ def scaling_target(t, name, r1, r2, want=1.85):
     t.add(f"{name}: 2 threads >= {want}x 1 thread", f"{s:.2f}x{bound}", s >= want)
 
 
+def chunked_targets(rows, t, kernel, label, where):
+    """A chunked form's best chunk per dtype and thread count against the same run's peak
+    of that dtype (>= 70 %), its 1 -> 2 thread scaling, and bf16's speed-up over f32."""
+    best = {}
+    for dtype, peak_name in (("f32", "peak FMA"), ("bf16", "the bf16 dot peak")):
+        for th in (1, 2):
+            cands = [r for r in pick(rows, kernel=kernel, threads=th, **where)
+                     if r.get("dtype", "f32") == dtype]
+            best[dtype, th] = max(cands, key=lambda r: f(r, "gflops"), default=None)
+            name = f"{label} {dtype}, {th} thread(s): >= 70 % of {peak_name} (best chunk)"
+            r = best[dtype, th]
+            if r is None:
+                t.add(name, "- (no rows: this build has no bf16 kernel for it)"
+                      if dtype == "bf16" else "-", None)
+                continue
+            frac, note = fma_frac(rows, r)
+            over = ""
+            if dtype == "bf16" and best["f32", th] is not None:
+                over = (f"; the f32 row of the same run takes "
+                        f"{f(best['f32', th], 'median_s') / f(r, 'median_s'):.2f}x as long")
+            t.add(name, f"{f(r, 'gflops'):.0f} GFLOP/s = {100 * frac:.0f} % at chunk "
+                        f"{r['chunk']}{over}{note}", frac >= 0.70)
+        r1 = best[dtype, 1]
+        r2 = None
+        if r1 is not None:
+            r2 = next((r for r in reversed(pick(rows, kernel=kernel, threads=2,
+                                                chunk=int(r1["chunk"]), **where))
+                       if r.get("dtype", "f32") == dtype), None)
+        if dtype == "f32" or r1 is not None:
+            scaling_target(t, f"{label} {dtype} at chunk {r1['chunk'] if r1 else '-'}", r1, r2)
+
+
 def limits(rows, t):
     """Issue 19's targets, each beside the limit of the same minutes: the decode against
     the read-only stream measured interleaved with it (gemv_rowdot over n x 1024 floats),
@@ -407,21 +445,7 @@ def limits(rows, t):
                                  ("delta_chunked", "chunked gated delta (32 x 128, L = 4096)", {}),
                                  ("linear_chunked", "chunked linear attention (32 x 128, L = 8192)",
                                   {"n_ctx": 8192})):
-        best = {}
-        for th in (1, 2):
-            cands = pick(rows, kernel=kernel, threads=th, **where)
-            best[th] = max(cands, key=lambda r: f(r, "gflops"), default=None)
-            name = f"{label}, {th} thread(s): >= 70 % of peak FMA (best chunk)"
-            if best[th] is None:
-                t.add(name, "-", None)
-                continue
-            frac, note = fma_frac(rows, best[th])
-            t.add(name, f"{f(best[th], 'gflops'):.0f} GFLOP/s = {100 * frac:.0f} % at chunk "
-                        f"{best[th]['chunk']}{note}", frac >= 0.70)
-        r1 = best[1]
-        r2 = (one(rows, kernel=kernel, threads=2, chunk=int(r1["chunk"]), **where)
-              if r1 is not None else None)
-        scaling_target(t, f"{label} at chunk {r1['chunk'] if r1 else '-'}", r1, r2)
+        chunked_targets(rows, t, kernel, label, where)
     for disc, want, label in (("euler", 0.8, "delta B"), ("zoh", 1.0, "exact ZOH")):
         m = {th: one(rows, "mamba1", kernel="mamba1_scan", n_ctx=4096, d_inner=2048, d_state=16,
                      threads=th, disc=disc) for th in (1, 2)}

@@ -56,7 +56,7 @@ sweep mla --kernel latent_mla,latent_mla_cached,latent_mla_expanded --ctx 32768 
 # issue 5: recurrent family
 sweep mamba1 --kernel mamba1_scan --ctx 4096 --d-inner 2048 --d-state 16 --disc zoh,euler \
     --threads 1,2 --reps 9
-sweep ssd --kernel ssd_chunked,ssd_recurrent --ctx 4096 --d-inner 2048 --d-state 128 \
+sweep ssd --kernel ssd_chunked,ssd_recurrent --dtype f32,bf16 --ctx 4096 --d-inner 2048 --d-state 128 \
     --chunk 32,64 --threads 1,2 --reps 5
 sweep linear --kernel linear_chunked --ctx 8192 --heads 32 --head-dim 128 \
     --chunk 32,64,128,256 --threads 1,2 --reps 3
