@@ -762,7 +762,7 @@ static double *abs_copy(const double *v, size_t n)
 /* The chunked SSD on bfloat16 x, b, c (slot ssd_chunked_bf16), every path and chunk size,
  * against the float64 oracle on the rounded inputs: |got - want| <= rtol scale per element,
  * scale = the oracle on absolute values (|x|, |b|, |c|, |skip|, |h0|: every term's
- * magnitude, decays and steps being positive) + |want|, rtol = 2^-8 + 2^-16 (the bf16
+ * magnitude, decays and steps being positive) + |want|, rtol = 2^-7 + 2^-15 (the bf16
  * roundings of the avx512bf16 products, docs/kernels.md) + the float32 allowance of
  * check_ssd_case. A path that widens matches the f32 slot on the widened inputs bit for bit. */
 static void check_ssd_bf16_case(const ssd_case *c, uint64_t seed)
@@ -793,7 +793,7 @@ static void check_ssd_bf16_case(const ssd_case *c, uint64_t seed)
     cr_assert(ys != NULL && hs != NULL);
     lm_ssm_ssd_f64 pa = {B, L, H, P, G, N, ax, dt.d, bias.d, a.d, ab, ac, as, ah, ys, hs};
     cr_assert_eq(lm_ssm_ssd_f64_ref(&pa, &err), LM_OK, "%s", err.message);
-    const double rtol = 0x1p-8 + 0x1p-16 + 64.0 * sqrt((double)(L + N)) * 0x1p-24;
+    const double rtol = 0x1p-7 + 0x1p-15 + 64.0 * sqrt((double)(L + N)) * 0x1p-24;
     float *yw = malloc(y.n * sizeof *yw), *hw = malloc(hf.n * sizeof *hw);
     cr_assert(yw != NULL && hw != NULL);
     static const size_t chunks[] = {7, 16, 64};

@@ -10,8 +10,9 @@
  *   scp {m, m2}      words (sc[t, 2 s2], sc[t, 2 s2 + 1]): the float32 scores rounded;
  * and C_t's words (C[t, 2 k2], C[t, 2 k2 + 1]) are read in place (m2 = ceil(m / 2), an odd
  * last s paired with zeros). The state S itself stays float32; it is rounded only as an
- * operand. Error bound (docs/kernels.md, "Chunked SSD in bf16"): relative 2^-9 per rounded
- * operand, so each term of y or S is off by at most (2^-8 + 2^-18) of its absolute value
+ * operand. Error bound (docs/kernels.md, "Chunked SSD in bf16"): relative 2^-8 per rounded
+ * operand (8 significant bits), so each term of y or S is off by at most (2^-7 + 2^-16) of
+ * its absolute value
  * on top of the float32 rule. Shapes outside the pair layout (P not a multiple of 16, N
  * odd) take the AVX-512 path's widening kernel. */
 #if !defined(__AVX512F__) || !defined(__AVX512BF16__)
