@@ -322,7 +322,7 @@ def recurrent(rows, t):
                         f"at chunk {best['chunk']} (GFLOP/s by chunk: {sweep}){note}",
                   frac >= 0.4)
     ratio_target(rows, t, "gated delta rule chunked >= 4x the recurrent form", "delta_chunked",
-                 "delta_recurrent", 4.0)
+                 "delta_recurrent", 4.0, dtype="f32")
     aff = pick(rows, kernel="scan_affine", n_ctx=4194304, threads=2)
     best = max(aff, key=lambda r: f(r, "roofline_frac"), default=None)
     t.add("affine scan T = 2^22, width 16, 2 threads: >= 70 % of triad",
@@ -344,6 +344,28 @@ def peak_of(r):
     roofline_frac (the same run's peak for the row's dtype and thread count)."""
     frac = f(r, "roofline_frac")
     return f(r, "gflops") / frac if frac > 0 and f(r, "gflops") > 0 else None
+
+
+def bf16_chunked_target(rows, t, kernel, label):
+    """A chunked kernel's bf16 rows: >= 70 % of the same run's bf16 dot-product peak (the
+    row's roofline where the CPU has VDPBF16PS), best chunk per thread count, with the
+    speed-up over the f32 row of that chunk."""
+    for th in (1, 2):
+        cands = pick(rows, kernel=kernel, dtype="bf16", threads=th)
+        best = max(cands, key=lambda r: f(r, "gflops"), default=None)
+        name = f"{label} bf16, {th} thread(s): >= 70 % of the bf16 dot peak (best chunk)"
+        if best is None:
+            t.add(name, "- (no bf16 rows)", None)
+            continue
+        frac = f(best, "roofline_frac")
+        base = one(rows, kernel=kernel, dtype="f32", threads=th, chunk=int(best["chunk"]),
+                   n_ctx=int(best["n_ctx"]))
+        vs = (f", {f(base, 'median_s') / f(best, 'median_s'):.2f}x the f32 row"
+              if base is not None else "")
+        peak = peak_of(best)
+        t.add(name, f"{f(best, 'gflops'):.0f} GFLOP/s = {100 * frac:.0f} % of "
+                    f"{peak:.0f} GFLOP/s at chunk {best['chunk']}{vs}" if peak else "-",
+              frac >= 0.70)
 
 
 def scaling_target(t, name, r1, r2, want=1.85):
@@ -404,7 +426,8 @@ def limits(rows, t):
         t.add(name, f"{ms(b)} vs f32 {ms(p[2])} = {s:.2f}x{of_peak}", s >= 1.7)
     scaling_target(t, "causal prefill n = 4096 f32", p[1], p[2])
     for kernel, label, where in (("ssd_chunked", "chunked SSD (32 x 64, N = 128, L = 4096)", {}),
-                                 ("delta_chunked", "chunked gated delta (32 x 128, L = 4096)", {}),
+                                 ("delta_chunked", "chunked gated delta (32 x 128, L = 4096)",
+                                  {"dtype": "f32"}),
                                  ("linear_chunked", "chunked linear attention (32 x 128, L = 8192)",
                                   {"n_ctx": 8192})):
         best = {}
@@ -422,6 +445,7 @@ def limits(rows, t):
         r2 = (one(rows, kernel=kernel, threads=2, chunk=int(r1["chunk"]), **where)
               if r1 is not None else None)
         scaling_target(t, f"{label} at chunk {r1['chunk'] if r1 else '-'}", r1, r2)
+    bf16_chunked_target(rows, t, "delta_chunked", "chunked gated delta (32 x 128, L = 4096)")
     for disc, want, label in (("euler", 0.8, "delta B"), ("zoh", 1.0, "exact ZOH")):
         m = {th: one(rows, "mamba1", kernel="mamba1_scan", n_ctx=4096, d_inner=2048, d_state=16,
                      threads=th, disc=disc) for th in (1, 2)}
