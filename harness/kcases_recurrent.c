@@ -549,7 +549,7 @@ static lm_status run_delta(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_k
     const bool bf16 = strcmp(kcase->dtype, "bf16") == 0;
     if (bf16) { /* the bfloat16 q, k, v; per thread, the chunk's widened rows and pairs */
         lm_budget_add(&budget, LM_PRODUCT(H, L, 2 * dk + dv), sizeof(uint16_t));
-        lm_kcase_budget_per_thread(&budget, LM_PRODUCT(C + 16, 3 * dk + 2 * dv + 48),
+        lm_kcase_budget_per_thread(&budget, LM_PRODUCT(C + 16, 3 * dk + 2 * dv + C / 2 + 56),
                                    sizeof(float));
     }
     if ((status = lm_kcase_reserve(kcase, &budget, err)) != LM_OK)

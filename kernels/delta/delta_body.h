@@ -690,7 +690,9 @@ typedef struct chunk_ws {
     float *gend;            /* {ldn}: G_{n-1, i} */
     float *qw, *kw, *vw;    /* bf16 modes: the chunk's widened q, k {C, dk}, v {C, dv} */
     float *rk;              /* CH_DOT: {ldn} the key scales 1 / ||k_t|| */
-    uint16_t *sp, *kp, *up; /* CH_DOT: bfloat16 pairs of S_0, K^T, scaled U */
+    uint16_t *sp, *kp, *up; /* CH_DOT: bfloat16 pairs of S_0, of K (along d_key for the
+                               scores, along tokens for the update), of U (scaled for it) */
+    uint16_t *qk16;         /* CH_DOT: {C, ldn} qk in bfloat16 */
 } chunk_ws;
 
 static chunk_ws chunk_layout(float *work, size_t dk, size_t dv, size_t C, size_t ldn,
@@ -719,6 +721,7 @@ static chunk_ws chunk_layout(float *work, size_t dk, size_t dv, size_t C, size_t
     x.sp = (uint16_t *)(void *)(x.rk + ldn);                           /* {dk/2, 2 dv} */
     x.kp = x.sp + 2 * round16((dk + 1) / 2 * dv);                      /* {dk, ldn} */
     x.up = x.kp + 2 * round16(dk * ldn / 2);                           /* {ldn/2, 2 dv} */
+    x.qk16 = x.up + 2 * round16(ldn / 2 * dv);                         /* {C, ldn} */
     return x;
 }
 
@@ -784,10 +787,17 @@ chunked_run(const lm_delta_seq_f32 *p, size_t h, size_t chunk, float *work, int 
         for (size_t t = 0; t < n; t++)
             nbg[t] = -beta[t] * gam[t];
         /* kk = K K^T, qk = Q K^T (lower parts), then the decays and masks */
-        const size_t nw = (n + LM_W - 1) / LM_W * LM_W; /* kt's padded tokens are zero */
-        const operand scores[2] = {{n, kh, dk, 1, kk, ldn, NULL, 0.0f},
-                                   {n, q, dk, 1, qk, ldn, NULL, 0.0f}};
-        mm_sets(SHAPE_LOWER_C, bk_score, nw, dk, kt, ldn, scores, 2, &pf);
+#ifdef DELTA_BF16_DOT
+        if (dot) {
+            dot_scores(p->k16 + row0 * dk, p->q16 + row0 * dk, n, dk, ldn, &x, kk, qk, &pf);
+        } else
+#endif
+        {
+            const size_t nw = (n + LM_W - 1) / LM_W * LM_W; /* kt's padded tokens are zero */
+            const operand scores[2] = {{n, kh, dk, 1, kk, ldn, NULL, 0.0f},
+                                       {n, q, dk, 1, qk, ldn, NULL, 0.0f}};
+            mm_sets(SHAPE_LOWER_C, bk_score, nw, dk, kt, ldn, scores, 2, &pf);
+        }
         decay_masks(n, ldn, gated ? p->gate + row0 : NULL, lg, beta, kk, qk, dl, gend);
         /* U = (I + kk)^{-1} W with W = beta (V - diag(gamma) K S_0) */
         unit_lower_inverse(n, ldn, kk, ti);
@@ -805,11 +815,16 @@ chunked_run(const lm_delta_seq_f32 *p, size_t h, size_t chunk, float *work, int 
         }
         mm(SHAPE_TRIL_A, bk_tril, n, dv, n, ti, ldn, 1, w, dv, u, dv, NULL, 0.0f, &pf);
         /* Y += qk U */
-        mm(SHAPE_TRIL_A, bk_tril, n, dv, n, qk, ldn, 1, u, dv, y, dv, NULL, 1.0f, &pf);
+#ifdef DELTA_BF16_DOT
+        if (dot)
+            dot_masked_values(n, dv, ldn, &x, qk, y, &pf);
+        else
+#endif
+            mm(SHAPE_TRIL_A, bk_tril, n, dv, n, qk, ldn, 1, u, dv, y, dv, NULL, 1.0f, &pf);
         /* S_C = gamma_{n-1} S_0 + (G_end K)^T U */
 #ifdef DELTA_BF16_DOT
         if (dot) {
-            dot_state_update(p->k16 + row0 * dk, n, dk, dv, ldn, gated, &x, &pf);
+            dot_state_update(n, dk, dv, gated, &x, &pf);
         } else
 #endif
         {

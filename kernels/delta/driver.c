@@ -19,11 +19,11 @@ size_t lm_delta_work_floats(const lm_delta_seq_f32 *p, size_t chunk)
     size_t chunked = round16(dk * dv) + round16(C * dk) + dk * ldn + 3 * C * ldn +
                      2 * round16(C * dv) + 5 * ldn;
     /* dtype bf16: the widened qw, kw {C, dk} and vw {C, dv}, the key scales rk {ldn}, and
-     * (as bfloat16, two per float) the pairs of S_0 {dk/2, 2 dv}, K^T {dk, ldn} and U
-     * {ldn/2, 2 dv} */
+     * (as bfloat16, two per float) the pairs of S_0 {dk/2, 2 dv}, K {dk, ldn}, U
+     * {ldn/2, 2 dv} and qk {C, ldn} (delta_body.h's chunk_layout) */
     if (p->dtype == LM_KV_BF16)
         chunked += 2 * round16(C * dk) + round16(C * dv) + ldn + round16((dk + 1) / 2 * dv) +
-                   round16(dk * ldn / 2) + round16(ldn / 2 * dv);
+                   round16(dk * ldn / 2) + round16(ldn / 2 * dv) + round16(C * ldn / 2);
     const size_t recurrent = round16(dk * dv) + round16(dk) + round16(dv);
     return chunked > recurrent ? chunked : recurrent;
 }
