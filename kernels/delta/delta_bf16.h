@@ -1,26 +1,38 @@
-/* The chunked delta rule's state products on AVX512-BF16 dot products (VDPBF16PS: float32
- * lane i += a[2i] b[2i] + a[2i+1] b[2i+1], with exact products of bfloat16). Included by
+/* The chunked delta rule's products on AVX512-BF16 dot products (VDPBF16PS: float32 lane
+ * i += a[2i] b[2i] + a[2i+1] b[2i+1], with exact products of bfloat16). Included by
  * delta_body.h in the file that defines DELTA_BF16_DOT (avx512bf16.c), after the AVX-512
  * mapping layer.
  *
- * Each operand is laid out in pairs along the summed index (one 32-bit word per pair):
- *   kk = K^ K^T and qk = Q K^T sum over c: the raw rows of k and q against the keys as pairs
- *     along c {dk / 2, ldn}; exact products, the normalizations 1/||k|| as float32 scales
- *     after, so the scores carry no bfloat16 rounding;
+ * Each operand is laid out in pairs along the summed index (one 32-bit word per pair, the
+ * left operand's word broadcast per row):
+ *   kk = K^ K^T and qk = Q K^T sum over c: the raw bfloat16 rows of k and q as stored
+ *     against the keys as pairs along c {dk / 2, ldn}; exact products, the normalizations
+ *     1/||k|| float32 scales after, so the scores carry no bfloat16 rounding;
+ *   W += diag(-beta gamma / ||k||) K S_0 and Y = diag(gamma) Q S_0 sum over c: the raw rows
+ *     again against S_0 as sp {dk / 2, dv} words (St[2 c2, j], St[2 c2 + 1, j]), rounded;
  *   Y += qk U sums over tokens i: qk rounded to bfloat16 (its rows in order are the pairs),
  *     U rounded to token pairs {ldn / 2, dv};
- *   W += diag(-beta gamma / ||k||) K S_0 and Y = diag(gamma) Q S_0 sum over the key index
- *     c: the raw bfloat16 rows of k and q (pairs (c, c + 1) side by side as stored, exact
- *     inputs: the key's normalization is the row scale) broadcast one word per row; S_0 as
- *     sp {dk / 2, dv} words (St[2 c2, j], St[2 c2 + 1, j]), rounded to bfloat16;
- *   S_C = gamma_{n-1} S_0 + K^T diag(G_end / ||k||) U sums over the chunk's tokens t: kp
- *     {dk, ldn / 2} words (k[2 t2, c], k[2 t2 + 1, c]) of the raw keys, and up {ldn / 2, dv}
- *     words of the corrections scaled by G_end,t / ||k_t||, rounded to bfloat16; an odd
- *     last token pairs with zeros.
- * The state St itself stays float32 (the bfloat16 copy sp is an operand only), and so do
- * the decay masks and the triangular solve (T and U = T W). Error bound: docs/kernels.md
- * ("bf16", the delta rule). Needs d_key and d_value multiples of 16 (chunked_run falls back
- * to the float32 products on the widened rows otherwise). */
+ *   S_C = gamma_{n-1} S_0 + K^T diag(G_end / ||k||) U sums over tokens t: the raw keys as
+ *     token pairs {ldn / 2, dk} words (k[2 t2, c], k[2 t2 + 1, c]), read transposed, against
+ *     the corrections scaled by G_end,t / ||k_t|| and rounded; an odd last token pairs with
+ *     zeros.
+ * The state St itself stays float32 (sp is an operand copy), and so do the decay masks and
+ * the triangular solve (T and U = T W): the solve's input and output in float32 keep T's
+ * conditioning out of the bound. Needs d_key and d_value multiples of 16 (chunked_run falls
+ * back to the float32 products on the widened rows otherwise).
+ *
+ * Error bound above the float32 kernel's (docs/kernels.md, "bf16" of the delta rule), with
+ * b = 2^-8 (one rounding to bfloat16) and Sa the absolute-value recurrence of the
+ * tolerance, whose homogeneous part P(X) = g X (I + beta |k^||k^|^T) majorizes how a state
+ * difference moves through a token (|g D (I - beta k^ k^T)| <= P(|D|)), so an error
+ * |E| <= e Sa stays <= e Sa later. Per chunk: (1) K S_0 and Q S_0 read S_0' = bf16(S_0)
+ * against exact k and q, so W, U and Y are exactly the chunk run from S_0': y errs by
+ * <= b P(|S_0|)|q| <= b Sa|q|, the state by b Sa plus b gamma |S_0| <= b Sa for the carry
+ * of the unrounded S_0; (2) the update rounds each G u_t / ||k_t|| once: <= b Sa, since
+ * Sa_t >= g_t Sa_{t-1} + |u_t||k^_t|^T; (3) qk U rounds both factors, an error of y alone
+ * <= (2b + b^2) Sa|q|. So the state gains <= 3 b Sa per chunk, the shares add, and every
+ * output errs by <= e (1 + e) of its scale, e = 3 b ceil(L / C) (the 1 + e: rounding a
+ * state that already carries e). */
 #ifndef __AVX512BF16__
 #error "delta_bf16.h needs -mavx512bf16"
 #endif
