@@ -573,7 +573,7 @@ static lm_status run_delta(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_k
         for (size_t c = 0; c < dk; c++)
             k[(L - 1) * dk + c] = 0.0;
     if (nan_key)
-        k[0] = NAN;
+        k[0] = (double)NAN;
     if ((status = lm_kcase_output(kcase, nv + ns, out, err)) != LM_OK)
         return status;
     if (ops == NULL && bf16) { /* the reference reads the rounded inputs */
