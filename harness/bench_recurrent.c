@@ -484,11 +484,12 @@ static lm_status linear_run(void *state, const lm_ops *ops, lm_error *err)
 typedef lm_status (*head_oracle)(const void *params, size_t head, double *y, lm_error *err);
 
 /* The check of the head-major cases `name` ({H, L, d}, d_key = d_value): *checksum over
- * y {heads, per_head}, the oracle on the first and the last head, tolerance 1e-3 of the
+ * y {heads, per_head}, the oracle on the first and the last head, `tolerance` of the
  * output scale (err_max -1 when the reference could not be computed). */
-static lm_status check_end_heads(const char *name, const float *y, size_t heads,
-                                 size_t per_head, head_oracle oracle, const void *params,
-                                 double *checksum, double *err_max, lm_error *err)
+static lm_status check_end_heads_within(const char *name, const float *y, size_t heads,
+                                        size_t per_head, head_oracle oracle,
+                                        const void *params, double tolerance,
+                                        double *checksum, double *err_max, lm_error *err)
 {
     *checksum = lm_bench_sum_f32(y, heads * per_head);
     lm_bench_err e = lm_bench_err_start();
@@ -503,10 +504,19 @@ static lm_status check_end_heads(const char *name, const float *y, size_t heads,
     free(exact);
     if (st != LM_OK)
         return lm_bench_err_skipped(*checksum, err_max, err);
-    if (!lm_bench_err_within(&e, *checksum, 1e-3, err_max))
+    if (!lm_bench_err_within(&e, *checksum, tolerance, err_max))
         return lm_fail(err, LM_ERR_NUMERIC, "%s output differs from the float64 recurrence by "
                                             "%.3g", name, *err_max);
     return LM_OK;
+}
+
+/* check_end_heads_within at relative tolerance 1e-3 (of max |y|). */
+static lm_status check_end_heads(const char *name, const float *y, size_t heads,
+                                 size_t per_head, head_oracle oracle, const void *params,
+                                 double *checksum, double *err_max, lm_error *err)
+{
+    return check_end_heads_within(name, y, heads, per_head, oracle, params, 1e-3, checksum,
+                                  err_max, err);
 }
 
 static lm_status linear_head_f64(const void *params, size_t head, double *y, lm_error *err)
@@ -856,11 +866,15 @@ const lm_bench_case lm_bench_ssd_step = {
 
 /* ---- the gated delta rule, chunked (kernels/delta) ---------------------------------------
  * heads x head_dim (d_key = d_value), beta in [0, 1), decay g in [0.9, 1). Checked on the
- * first and last head against the float64 oracle ({H, L, d} keeps a head contiguous). */
+ * first and last head against the float64 oracle ({H, L, d} keeps a head contiguous).
+ * dtype bf16 (chunked only): q, k, v drawn in float32, rounded to bfloat16 (q16, k16, v16,
+ * what the kernel reads) and the float32 arrays overwritten by the rounded values (what
+ * the check's float64 oracle reads). */
 
 typedef struct delta_state {
     lm_delta_seq_f32 p;
     float *q, *k, *v, *beta, *gate, *y;
+    uint16_t *q16, *k16, *v16;
     size_t chunk;
     bool chunked; /* false: the recurrent form (delta_recurrent), the honest baseline */
 } delta_state;
@@ -871,7 +885,7 @@ static void delta_teardown(void *state)
     if (s == NULL)
         return;
     lm_free(s->q), lm_free(s->k), lm_free(s->v), lm_free(s->beta), lm_free(s->gate);
-    lm_free(s->y);
+    lm_free(s->y), lm_free(s->q16), lm_free(s->k16), lm_free(s->v16);
     free(s);
 }
 
@@ -901,6 +915,18 @@ static lm_status delta_setup_form(const lm_bench_config *cfg, bool chunked, void
     s->p = (lm_delta_seq_f32){.heads = h, .length = l, .d_key = d, .d_value = d, .q = s->q,
                               .k = s->k, .v = s->v, .beta = s->beta, .gate = s->gate,
                               .y = s->y};
+    if (strcmp(cfg->dtype, "bf16") == 0) {
+        s->q16 = lm_bench_round_bf16(s->q, h * l * d);
+        s->k16 = lm_bench_round_bf16(s->k, h * l * d);
+        s->v16 = lm_bench_round_bf16(s->v, h * l * d);
+        if (!s->q16 || !s->k16 || !s->v16) {
+            delta_teardown(s);
+            return lm_fail(err, LM_ERR_NOMEM, "cannot allocate a bf16 delta rule of %ld tokens",
+                           cfg->n_ctx);
+        }
+        s->p.dtype = LM_KV_BF16;
+        s->p.q16 = s->q16, s->p.k16 = s->k16, s->p.v16 = s->v16;
+    }
     *state = s;
     return LM_OK;
 }
@@ -947,8 +973,12 @@ static lm_status delta_check(void *state, const lm_ops *ops, double *checksum,
     (void)ops;
     delta_state *s = state;
     const lm_delta_seq_f32 *p = &s->p;
-    return check_end_heads("delta_chunked", s->y, p->heads, p->length * p->d_key,
-                           delta_head_f64, p, checksum, err_max, err);
+    /* bf16: the state products round S_0 and the scaled corrections to bfloat16 (error
+     * bound 3 2^-8 of the absolute-value scale per chunk, docs/kernels.md); a sanity bound
+     * for gross errors, the contract cases hold the derived one */
+    return check_end_heads_within("delta_chunked", s->y, p->heads, p->length * p->d_key,
+                                  delta_head_f64, p, p->dtype == LM_KV_BF16 ? 3e-2 : 1e-3,
+                                  checksum, err_max, err);
 }
 
 static void delta_cost(const lm_bench_config *c, double *flops, double *bytes)
@@ -958,13 +988,15 @@ static void delta_cost(const lm_bench_config *c, double *flops, double *bytes)
     /* per token: S k^ and the rank-1 correction (2 d^2 each), the readout S q (2 d^2), the
      * intra-chunk products and triangular solve (about 3 chunk d) */
     *flops = h * l * (6.0 * d * d + 3.0 * chunk * d);
-    *bytes = 4.0 * h * l * (4.0 * d + 2.0);
+    const double in = strcmp(c->dtype, "bf16") == 0 ? 2.0 : 4.0; /* q, k, v element bytes */
+    *bytes = h * l * (3.0 * in * d + 4.0 * d + 8.0);
 }
 
 const lm_bench_case lm_bench_delta_chunked = {
     .name = "delta_chunked",
-    .summary = "gated delta rule (DeltaNet), chunked WY form, heads x head_dim",
-    .dtypes = "f32",
+    .summary = "gated delta rule (DeltaNet), chunked WY form, heads x head_dim (bf16: the state "
+               "products on BF16 dot products where the CPU has them)",
+    .dtypes = "f32,bf16",
     .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_HEADS | LM_BENCH_USES_CHUNK,
     .defaults = {.dtype = "f32", .bits = 32, .n_ctx = 1024, .chunk = 64, .heads = 32,
                  .kv_heads = 32, .head_dim = 128, .batch = 1},

@@ -515,15 +515,36 @@ static lm_status run_ssd(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kou
  *   v = standard_normal((H, L, dv)); beta = uniform(0, 1, (H, L)) with beta[0, 0] = 1;
  *   gate = uniform(0.7, 1.0, (H, L)); s0 = standard_normal((H, dv, dk)) * 0.5.
  * Options: gated (boolean: use gate), s0 (boolean), chunk (integer: the chunked WY form;
- * absent: recurrent), zero_key (boolean: k[0, L-1, :] = 0, a bad-input case).
- * Output: y {H, L, dv} then s_final {H, dv, dk}. */
+ * absent: recurrent), zero_key (boolean: k[0, L-1, :] = 0, a bad-input case), nan_key
+ * (boolean: k[0, 0, 0] = NaN, a bad-input case). dtype f32: everything rounded to float32;
+ * bf16: q, k, v rounded to float32 then bfloat16 (the operator's bf16 inputs), beta, gate
+ * and s0 to float32. Output: y {H, L, dv} then s_final {H, dv, dk}. */
+/* x[0:n] = x rounded to float32, then to bfloat16 (as the fast path stores it). */
+static void round_to_bf16(double *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = (double)lm_f32_from_bf16(lm_bf16_from_f32((float)x[i]));
+}
+
+/* p's float32 q, k {nq} and v {nv} as case-owned bfloat16 copies, dtype BF16. */
+static lm_status delta_to_bf16(lm_kcase *kcase, lm_delta_seq_f32 *p, size_t nq, size_t nv,
+                               lm_error *err)
+{
+    if ((p->q16 = to_bf16_copy(kcase, p->q, nq)) == NULL ||
+        (p->k16 = to_bf16_copy(kcase, p->k, nq)) == NULL ||
+        (p->v16 = to_bf16_copy(kcase, p->v, nv)) == NULL)
+        return lm_fail(err, LM_ERR_NOMEM, "case %s: no memory for bfloat16 copies", kcase->id);
+    p->dtype = LM_KV_BF16;
+    return LM_OK;
+}
+
 static lm_status run_delta(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
                            lm_error *err)
 {
-    static const char *const dtypes[] = {"f32", "f64", NULL};
-    static const char *const options[] = {"gated", "s0", "chunk", "zero_key", NULL};
+    static const char *const dtypes[] = {"f32", "bf16", "f64", NULL};
+    static const char *const options[] = {"gated", "s0", "chunk", "zero_key", "nan_key", NULL};
     size_t H, L, dk, dv;
-    bool gated, use_s0, zero_key;
+    bool gated, use_s0, zero_key, nan_key;
     long long chunk;
     lm_status status;
     if ((status = lm_kcase_dtype_in(kcase, dtypes, err)) != LM_OK ||
@@ -535,6 +556,7 @@ static lm_status run_delta(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_k
         (status = lm_kcase_opt_bool(kcase, "gated", false, &gated, err)) != LM_OK ||
         (status = lm_kcase_opt_bool(kcase, "s0", false, &use_s0, err)) != LM_OK ||
         (status = lm_kcase_opt_bool(kcase, "zero_key", false, &zero_key, err)) != LM_OK ||
+        (status = lm_kcase_opt_bool(kcase, "nan_key", false, &nan_key, err)) != LM_OK ||
         (status = lm_kcase_opt_int(kcase, "chunk", -1, &chunk, err)) != LM_OK)
         return status;
     if (chunk < -1)
@@ -552,6 +574,12 @@ static lm_status run_delta(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_k
                                                     LM_PRODUCT(C + 16, 2 * dk + 3 * C + 2 * dv + 96)),
                                sizeof(float));
     lm_budget_add(&budget, LM_PRODUCT(dk, dv + 1), sizeof(double));
+    const bool bf16 = strcmp(kcase->dtype, "bf16") == 0;
+    if (bf16) { /* the bfloat16 q, k, v; per thread, the chunk's widened rows and pairs */
+        lm_budget_add(&budget, LM_PRODUCT(H, L, 2 * dk + dv), sizeof(uint16_t));
+        lm_kcase_budget_per_thread(&budget, LM_PRODUCT(C + 16, 3 * dk + 2 * dv + C / 2 + 56),
+                                   sizeof(float));
+    }
     if ((status = lm_kcase_reserve(kcase, &budget, err)) != LM_OK)
         return status;
     const double r = 1.0 / sqrt((double)dk);
@@ -572,8 +600,15 @@ static lm_status run_delta(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_k
     if (zero_key)
         for (size_t c = 0; c < dk; c++)
             k[(L - 1) * dk + c] = 0.0;
+    if (nan_key)
+        k[0] = (double)NAN;
     if ((status = lm_kcase_output(kcase, nv + ns, out, err)) != LM_OK)
         return status;
+    if (ops == NULL && bf16) { /* the reference reads the rounded inputs */
+        round_to_bf16(q, nq);
+        round_to_bf16(k, nq);
+        round_to_bf16(v, nv);
+    }
     if (ops == NULL) {
         lm_delta_seq_f64 p = {H, L, dk, dv, q, k, v, beta, gated ? g : NULL,
                               use_s0 ? s0 : NULL, out->values, out->values + nv};
@@ -583,9 +618,12 @@ static lm_status run_delta(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_k
     lm_delta_seq_f32 p = {H, L, dk, dv, to_f32(kcase, q, nq), to_f32(kcase, k, nq),
                           to_f32(kcase, v, nv), to_f32(kcase, beta, H * L),
                           gated ? to_f32(kcase, g, H * L) : NULL,
-                          use_s0 ? to_f32(kcase, s0, ns) : NULL, res, res ? res + nv : NULL};
+                          use_s0 ? to_f32(kcase, s0, ns) : NULL, res, res ? res + nv : NULL,
+                          LM_KV_F32, NULL, NULL, NULL};
     if (!res || !p.q || !p.k || !p.v || !p.beta || (gated && !p.gate) || (use_s0 && !p.s0))
         return no_memory(kcase, err);
+    if (bf16 && (status = delta_to_bf16(kcase, &p, nq, nv, err)) != LM_OK)
+        return status;
     const bool chunked = chunk >= 0;
     status = lm_delta_rule_f32(&p, chunked, chunked ? (size_t)chunk : 0, ops, err);
     return lm_kcase_store_f32(status, out->values, res, out->count);

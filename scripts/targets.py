@@ -328,7 +328,7 @@ def recurrent(rows, t):
                         f"at chunk {best['chunk']} (GFLOP/s by chunk: {sweep}){note}",
                   frac >= 0.4)
     ratio_target(rows, t, "gated delta rule chunked >= 4x the recurrent form", "delta_chunked",
-                 "delta_recurrent", 4.0)
+                 "delta_recurrent", 4.0, dtype="f32")
     aff = pick(rows, kernel="scan_affine", n_ctx=4194304, threads=2)
     best = max(aff, key=lambda r: f(r, "roofline_frac"), default=None)
     t.add("affine scan T = 2^22, width 16, 2 threads: >= 70 % of triad",

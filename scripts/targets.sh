@@ -60,8 +60,8 @@ sweep ssd --kernel ssd_chunked,ssd_recurrent --dtype f32,bf16 --ctx 4096 --d-inn
     --chunk 32,64 --threads 1,2 --reps 5
 sweep linear --kernel linear_chunked --ctx 8192 --heads 32 --head-dim 128 \
     --chunk 32,64,128,256 --threads 1,2 --reps 3
-sweep delta --kernel delta_chunked,delta_recurrent --ctx 4096 --heads 32 --head-dim 128 \
-    --chunk 16,32,64 --threads 1,2 --reps 3
+sweep delta --kernel delta_chunked,delta_recurrent --dtype f32,bf16 --ctx 4096 --heads 32 \
+    --head-dim 128 --chunk 16,32,64 --threads 1,2 --reps 3
 sweep affine --kernel scan_affine --ctx 4194304 --d-inner 16 --chunk 4096,16384,65536 \
     --threads 1,2 --reps 9
 # with the Mamba-1 step, in the same minutes: a read-only stream of its bytes (gemv_rowdot

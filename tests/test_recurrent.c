@@ -936,7 +936,7 @@ static void check_delta_case(const delta_case *c, uint64_t seed)
         for (size_t ci = 0; ci < sizeof chunks / sizeof chunks[0]; ci++) {
             const size_t chunk = chunks[ci];
             lm_delta_seq_f32 pf = {H, L, dk, dv, q.f, k.f, v.f, beta.f, c->gated ? g.f : NULL,
-                                   c->s0 ? s0.f : NULL, y.f, sf.f};
+                                   c->s0 ? s0.f : NULL, y.f, sf.f, LM_KV_F32, NULL, NULL, NULL};
             cr_assert_eq(lm_delta_rule_f32(&pf, chunk != 0, chunk, ops, &err),
                          LM_OK, "%s", err.message);
             const double ey = max_err(&y), es = max_err(&sf);
@@ -1003,7 +1003,8 @@ Test(recurrent, delta_extreme_keys_and_strong_decay_match_oracle)
         const lm_ops *ops = lm_ops_for((lm_isa)isa);
         for (size_t ci = 0; ci < sizeof chunks / sizeof chunks[0]; ci++) {
             const size_t chunk = chunks[ci];
-            lm_delta_seq_f32 pf = {H, L, dk, dv, q.f, k.f, v.f, beta.f, g.f, s0.f, y.f, sf.f};
+            lm_delta_seq_f32 pf = {H, L, dk, dv, q.f, k.f, v.f, beta.f, g.f, s0.f, y.f, sf.f,
+                                   LM_KV_F32, NULL, NULL, NULL};
             cr_assert_eq(lm_delta_rule_f32(&pf, chunk != 0, chunk, ops, &err),
                          LM_OK, "%s", err.message);
             const double ey = max_err(&y), es = max_err(&sf);
@@ -1014,7 +1015,8 @@ Test(recurrent, delta_extreme_keys_and_strong_decay_match_oracle)
     }
     /* a NaN in a key is rejected like a zero key */
     k.f[5 * dk + 3] = NAN;
-    lm_delta_seq_f32 pf = {H, L, dk, dv, q.f, k.f, v.f, beta.f, g.f, s0.f, y.f, sf.f};
+    lm_delta_seq_f32 pf = {H, L, dk, dv, q.f, k.f, v.f, beta.f, g.f, s0.f, y.f, sf.f,
+                           LM_KV_F32, NULL, NULL, NULL};
     cr_assert_eq(lm_delta_rule_f32(&pf, true, 16, lm_ops_active(), &err), LM_ERR_DOMAIN);
     cr_assert(strstr(err.message, "k must have non-zero (finite) norm: head 0, token 5") != NULL,
               "%s", err.message);
@@ -1044,7 +1046,8 @@ Test(recurrent, delta_rejects_bad_input)
 {
     float q[4] = {1, 0, 1, 0}, k[4] = {1, 0, 0, 0}, v[4] = {1, 1, 1, 1};
     float beta[2] = {0.5f, 0.5f}, g[2] = {0.9f, 0.9f}, y[4];
-    lm_delta_seq_f32 p = {1, 2, 2, 2, q, k, v, beta, g, NULL, y, NULL};
+    lm_delta_seq_f32 p = {1, 2, 2, 2, q, k, v, beta, g, NULL, y, NULL,
+                          LM_KV_F32, NULL, NULL, NULL};
     lm_error err;
     cr_assert_eq(lm_delta_rule_f32(&p, true, 2, lm_ops_active(), &err), LM_ERR_DOMAIN);
     cr_assert(strstr(err.message, "k must have non-zero") != NULL, "%s", err.message);
@@ -1058,4 +1061,190 @@ Test(recurrent, delta_rejects_bad_input)
     cr_assert_eq(lm_delta_rule_f32(&p, false, 0, lm_ops_active(), &err), LM_ERR_DOMAIN);
     g[0] = 1.0f;
     cr_assert_eq(lm_delta_rule_f32(&p, true, 1, lm_ops_active(), &err), LM_OK);
+}
+
+/* ---- the bf16 chunked delta rule ------------------------------------------------------------ */
+
+/* The absolute-value recurrence of scripts/kcases/recurrent.py's delta_rule, per head:
+ * Sa = g Sa + beta (|v| + g Sa |k^|) |k^|^T from |s0| (or 0), ys_t = Sa_t |q_t|; scale_y =
+ * ys + |y|, scale_s = Sa_L + |S_L| (y, s the float64 reference's outputs). Also returns the
+ * largest sum over a head of -log g (G of the float32 rule). */
+static double delta_abs_scale(const lm_delta_seq_f64 *p, double *scale_y, double *scale_s)
+{
+    const size_t H = p->heads, L = p->length, dk = p->d_key, dv = p->d_value;
+    double *Sa = calloc(dv * dk, sizeof *Sa), *kh = calloc(dk, sizeof *kh);
+    double *pa = calloc(dv, sizeof *pa);
+    cr_assert(Sa && kh && pa);
+    double G = 0.0;
+    for (size_t h = 0; h < H; h++) {
+        for (size_t i = 0; i < dv * dk; i++)
+            Sa[i] = p->s0 ? fabs(p->s0[h * dv * dk + i]) : 0.0;
+        double logs = 0.0;
+        for (size_t t = 0; t < L; t++) {
+            const size_t row = h * L + t;
+            const double *k = p->k + row * dk, *q = p->q + row * dk, *v = p->v + row * dv;
+            double nrm = 0.0;
+            for (size_t c = 0; c < dk; c++)
+                nrm += k[c] * k[c];
+            for (size_t c = 0; c < dk; c++)
+                kh[c] = fabs(k[c]) / sqrt(nrm);
+            const double g = p->gate ? p->gate[row] : 1.0, b = p->beta[row];
+            logs -= log(g);
+            for (size_t j = 0; j < dv; j++) {
+                pa[j] = 0.0;
+                for (size_t c = 0; c < dk; c++)
+                    pa[j] += g * Sa[j * dk + c] * kh[c];
+            }
+            for (size_t j = 0; j < dv; j++) {
+                double ys = 0.0;
+                for (size_t c = 0; c < dk; c++) {
+                    double *x = &Sa[j * dk + c];
+                    *x = g * *x + b * (fabs(v[j]) + pa[j]) * kh[c];
+                    ys += *x * fabs(q[c]);
+                }
+                scale_y[row * dv + j] = ys + fabs(p->y[row * dv + j]);
+            }
+        }
+        G = fmax(G, logs);
+        for (size_t i = 0; i < dv * dk; i++)
+            scale_s[h * dv * dk + i] = Sa[i] + fabs(p->s_final[h * dv * dk + i]);
+    }
+    free(Sa), free(kh), free(pa);
+    return G;
+}
+
+/* The bound of docs/kernels.md ("bf16", the delta rule) above the float32 rule: e (1 + e),
+ * e = 3 2^-8 ceil(L / min(chunk, L)). */
+static double bf16_delta_rtol(size_t L, size_t chunk)
+{
+    const size_t C = chunk < L ? chunk : L;
+    const double e = 3.0 * 0x1p-8 * (double)((L + C - 1) / C);
+    return e * (1.0 + e);
+}
+
+typedef struct delta_bf16_case {
+    size_t H, L, dk, dv, chunk;
+    bool gated, s0;
+} delta_bf16_case;
+
+/* The bf16 slot on every path: within the bound of the float64 reference on the rounded
+ * inputs; where it widens (every path but avx512bf16, and there the shapes the pair layout
+ * does not fit) bit for bit the f32 slot on the widened inputs. Returns the largest
+ * |error| / (bf16 rtol * scale) seen on avx512bf16 (0 without it). */
+static double check_delta_bf16_case(const delta_bf16_case *c, uint64_t seed)
+{
+    lm_rng rng;
+    lm_rng_seed(&rng, seed);
+    const size_t H = c->H, L = c->L, dk = c->dk, dv = c->dv;
+    pair q = pair_normal(&rng, H * L * dk, 1.0 / sqrt((double)dk));
+    pair k = pair_normal(&rng, H * L * dk, 1.0);
+    pair v = pair_normal(&rng, H * L * dv, 1.0);
+    pair beta = pair_new(H * L), g = pair_new(H * L);
+    lm_rng_fill_uniform(&rng, 0.0, 1.0, beta.d, beta.n);
+    lm_rng_fill_uniform(&rng, 0.7, 1.0, g.d, g.n);
+    pair_sync(&beta), pair_sync(&g);
+    pair s0 = pair_normal(&rng, H * dv * dk, 0.5);
+    uint16_t *q16 = pair_to_bf16(&q), *k16 = pair_to_bf16(&k), *v16 = pair_to_bf16(&v);
+    pair y = pair_new(H * L * dv), sf = pair_new(H * dv * dk);
+    lm_delta_seq_f64 pd = {H, L, dk, dv, q.d, k.d, v.d, beta.d, c->gated ? g.d : NULL,
+                           c->s0 ? s0.d : NULL, y.d, sf.d};
+    lm_error err;
+    cr_assert_eq(lm_delta_gated_f64_ref(&pd, &err), LM_OK, "%s", err.message);
+    double *scale_y = malloc(y.n * sizeof *scale_y), *scale_s = malloc(sf.n * sizeof *scale_s);
+    cr_assert(scale_y && scale_s);
+    const double G = delta_abs_scale(&pd, scale_y, scale_s);
+    const double rtol_f32 = (4.0 * sqrt((double)(L + dk)) + 8.0 + G) * 0x1p-24;
+    const double rtol_bf16 = bf16_delta_rtol(L, c->chunk);
+    float *y32 = malloc(y.n * sizeof *y32), *s32 = malloc(sf.n * sizeof *s32);
+    cr_assert(y32 && s32);
+    double worst = 0.0;
+    for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
+        if (!lm_isa_available((lm_isa)isa))
+            continue;
+        const lm_ops *ops = lm_ops_for((lm_isa)isa);
+        const bool dot = isa == LM_ISA_AVX512BF16 && dk % 16 == 0 && dv % 16 == 0;
+        lm_delta_seq_f32 pf = {H, L, dk, dv, q.f, k.f, v.f, beta.f, c->gated ? g.f : NULL,
+                               c->s0 ? s0.f : NULL, y32, s32, LM_KV_F32, NULL, NULL, NULL};
+        cr_assert_eq(lm_delta_rule_f32(&pf, true, c->chunk, ops, &err), LM_OK, "%s",
+                     err.message);
+        lm_delta_seq_f32 pb = pf;
+        pb.q = pb.k = pb.v = NULL;
+        pb.dtype = LM_KV_BF16, pb.q16 = q16, pb.k16 = k16, pb.v16 = v16;
+        pb.y = y.f, pb.s_final = sf.f;
+        cr_assert_eq(lm_delta_rule_f32(&pb, true, c->chunk, ops, &err), LM_OK, "%s",
+                     err.message);
+        if (!dot) {
+            cr_expect(memcmp(y32, y.f, y.n * sizeof *y32) == 0 &&
+                          memcmp(s32, sf.f, sf.n * sizeof *s32) == 0,
+                      "isa %s H=%zu L=%zu dk=%zu dv=%zu chunk=%zu: the widened bf16 slot "
+                      "differs from the f32 slot", lm_isa_name((lm_isa)isa), H, L, dk, dv,
+                      c->chunk);
+        } else { /* rounded state operands: not the f32 slot's bits (the dot path ran) */
+            cr_expect(memcmp(s32, sf.f, sf.n * sizeof *s32) != 0,
+                      "isa %s H=%zu L=%zu dk=%zu dv=%zu chunk=%zu: the BF16-dot slot returned "
+                      "the f32 slot's state", lm_isa_name((lm_isa)isa), H, L, dk, dv, c->chunk);
+        }
+        const pair *outs[2] = {&y, &sf};
+        const double *scales[2] = {scale_y, scale_s};
+        for (int o = 0; o < 2; o++)
+            for (size_t i = 0; i < outs[o]->n; i++) {
+                const double e = fabs((double)outs[o]->f[i] - outs[o]->d[i]);
+                const double bound = (rtol_f32 + rtol_bf16) * scales[o][i] + 1e-30;
+                cr_expect(e <= bound, "isa %s H=%zu L=%zu dk=%zu dv=%zu chunk=%zu: %s[%zu] "
+                          "|error| %.3g > bound %.3g", lm_isa_name((lm_isa)isa), H, L, dk,
+                          dv, c->chunk, o ? "s_final" : "y", i, e, bound);
+                if (dot)
+                    worst = fmax(worst, e / (rtol_bf16 * scales[o][i] + 1e-30));
+            }
+    }
+    pair *all[] = {&q, &k, &v, &beta, &g, &s0, &y, &sf};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        pair_free(all[i]);
+    free(q16), free(k16), free(v16), free(scale_y), free(scale_s), free(y32), free(s32);
+    return worst;
+}
+
+Test(recurrent, delta_bf16_every_path_within_bound)
+{
+    static const delta_bf16_case cases[] = {
+        {2, 41, 16, 32, 16, true, true}, {2, 41, 16, 32, 7, true, true},
+        {1, 100, 64, 64, 32, true, true}, {1, 70, 32, 48, 5, false, true},
+        {2, 64, 128, 128, 64, true, true}, {1, 33, 32, 16, 64, false, false},
+        /* the fallbacks: d_value 33, odd d_key */
+        {2, 41, 16, 33, 7, true, true}, {3, 29, 9, 64, 64, true, false},
+    };
+    double worst = 0.0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        worst = fmax(worst, check_delta_bf16_case(&cases[i], 7200 + i));
+    cr_log_info("bf16 delta rule: largest |error| / (bf16 rtol scale) on avx512bf16: %.3g",
+                worst);
+}
+
+Test(recurrent, delta_bf16_rejects_bad_input)
+{
+    /* a NaN or zero bfloat16 key, the recurrent form, missing bf16 arrays */
+    enum { H = 1, L = 2, dk = 2, dv = 2 };
+    uint16_t q[4], k[4], v[4];
+    const float qf[4] = {1, 0, 1, 0}, kf[4] = {1, 0, 0, 1}, vf[4] = {1, 1, 1, 1};
+    lm_kv_store(LM_KV_BF16, qf, q, 4), lm_kv_store(LM_KV_BF16, kf, k, 4);
+    lm_kv_store(LM_KV_BF16, vf, v, 4);
+    float beta[2] = {0.5f, 0.5f}, y[4];
+    lm_delta_seq_f32 p = {.heads = H, .length = L, .d_key = dk, .d_value = dv, .beta = beta,
+                          .y = y, .dtype = LM_KV_BF16, .q16 = q, .k16 = k, .v16 = v};
+    lm_error err;
+    cr_assert_eq(lm_delta_rule_f32(&p, true, 2, lm_ops_active(), &err), LM_OK, "%s",
+                 err.message);
+    cr_assert_eq(lm_delta_rule_f32(&p, false, 0, lm_ops_active(), &err), LM_ERR_ARG);
+    cr_assert(strstr(err.message, "needs the chunked form") != NULL, "%s", err.message);
+    k[2] = 0x7fc0; /* NaN */
+    cr_assert_eq(lm_delta_rule_f32(&p, true, 2, lm_ops_active(), &err), LM_ERR_DOMAIN);
+    cr_assert(strstr(err.message, "k must have non-zero (finite) norm: head 0, token 1") != NULL,
+              "%s", err.message);
+    k[2] = 0x8000, k[3] = 0; /* -0, +0 */
+    cr_assert_eq(lm_delta_rule_f32(&p, true, 2, lm_ops_active(), &err), LM_ERR_DOMAIN);
+    p.k16 = NULL;
+    cr_assert_eq(lm_delta_rule_f32(&p, true, 2, lm_ops_active(), &err), LM_ERR_SHAPE);
+    cr_assert(strstr(err.message, "bf16") != NULL, "%s", err.message);
+    p.k16 = k, p.dtype = LM_KV_F16;
+    cr_assert_eq(lm_delta_rule_f32(&p, true, 2, lm_ops_active(), &err), LM_ERR_ARG);
 }

@@ -7,4 +7,5 @@
 #include "../simd/avx512.h"
 #define RECURRENT_NAME lm_delta_recurrent_f32_avx512
 #define CHUNKED_NAME lm_delta_chunked_f32_avx512
+#define CHUNKED_BF16_NAME lm_delta_chunked_bf16_avx512
 #include "delta_body.h"

@@ -6,6 +6,7 @@
 
 #include "lm_core.h"
 #include "lm_ops.h"
+#include "../attention/attention.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -136,11 +137,16 @@ typedef struct lm_delta_seq_f64 {
     double *s_final;     /* {H, d_value, d_key} or NULL; may alias s0 */
 } lm_delta_seq_f64;
 
+/* float32 operator arguments. dtype LM_KV_F32 (a zeroed struct) reads q, k, v; LM_KV_BF16
+ * reads their bfloat16 copies q16, k16, v16 (same shapes; q, k, v are then ignored) and
+ * needs the chunked form. beta, gate, s0, y and s_final are float32 either way. */
 typedef struct lm_delta_seq_f32 {
     size_t heads, length, d_key, d_value;
     const float *q, *k, *v, *beta, *gate, *s0; /* as in lm_delta_seq_f64 */
     float *y;
     float *s_final;
+    lm_kv_dtype dtype;               /* LM_KV_F32 or LM_KV_BF16: the type of q, k, v */
+    const uint16_t *q16, *k16, *v16; /* dtype BF16: {H, L, d_key} twice, {H, L, d_value} */
 } lm_delta_seq_f32;
 
 /* Float64 oracle, token by token. LM_ERR_SHAPE (a size 0, q/k/v/beta/y NULL),
@@ -148,17 +154,22 @@ typedef struct lm_delta_seq_f32 {
  * token t", "gate must lie in (0, 1]"), LM_ERR_ARG ("beta must lie in [0, 1]"). */
 lm_status lm_delta_gated_f64_ref(const lm_delta_seq_f64 *p, lm_error *err);
 
-/* Floats of workspace one head needs at chunk size `chunk` (recurrent: chunk 1). */
+/* Floats of workspace one head needs at chunk size `chunk` (recurrent: chunk 1); with
+ * dtype bf16 also the chunk's widened q, k, v and the bfloat16 pair buffers of the
+ * BF16-dot path (delta_body.h). */
 size_t lm_delta_work_floats(const lm_delta_seq_f32 *p, size_t chunk);
 
 /* Fast kernels, one head; work holds lm_delta_work_floats(p, chunk) floats (64-byte
  * aligned). The recurrent kernel ignores chunk. No allocation, no threads.
- * Slots delta_recurrent_f32 and delta_chunked_f32 of lm_kernels.h. */
+ * Slots delta_recurrent_f32 and delta_chunked_f32 of lm_kernels.h, and delta_chunked_bf16
+ * (dtype bf16: the chunk's q, k, v widened to float32 and the f32 kernel run on them; on
+ * avx512bf16 the state products on VDPBF16PS, docs/kernels.md "bf16"). */
 
-/* The operator: validates (sizes, arrays, beta in [0, 1], gate in (0, 1], every key
- * non-zero and finite, chunk > 0 when chunked), then runs the delta_chunked_f32 (chunked)
- * or delta_recurrent_f32 kernel of `ops` over the heads with OpenMP, one workspace per
- * thread. */
+/* The operator: validates (sizes, arrays of the dtype, beta in [0, 1], gate in (0, 1],
+ * every key non-zero and finite, chunk > 0 when chunked), then runs the delta_chunked_f32
+ * or delta_chunked_bf16 (chunked, by p->dtype) or delta_recurrent_f32 kernel of `ops` over
+ * the heads with OpenMP, one workspace per thread. LM_ERR_ARG for a dtype other than f32
+ * and bf16, and for bf16 with the recurrent form (bf16 is a chunked compute path). */
 lm_status lm_delta_rule_f32(const lm_delta_seq_f32 *p, bool chunked, size_t chunk,
                             const lm_ops *ops, lm_error *err);
 

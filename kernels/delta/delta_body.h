@@ -1,5 +1,6 @@
 /* The (gated) delta-rule kernels (delta.h), written once and instantiated per ISA through
- * kernels/simd/<isa>.h; RECURRENT_NAME and CHUNKED_NAME name the two public functions.
+ * kernels/simd/<isa>.h; RECURRENT_NAME, CHUNKED_NAME and CHUNKED_BF16_NAME name the public
+ * functions (each optional: avx512bf16.c defines only the last, with DELTA_BF16_DOT).
  * Internally the state is kept transposed, St {d_key, d_value}, so that every product runs
  * along contiguous value rows; it is transposed from s0 and back to s_final once per head.
  * Self-contained (its own register-tiled product, not kernels/linear/gemm_body.h): the
@@ -102,6 +103,7 @@ static void store_state(const lm_delta_seq_f32 *p, size_t h, const float *St)
             sf[j * dk + c] = St[c * dv + j];
 }
 
+#ifdef RECURRENT_NAME
 /* ---- the recurrent form --------------------------------------------------------------
  * Per token, with the unit key kh, on the transposed state St {dk, dv} (rows St_c):
  *   u = beta (v - g St^T kh)            pass 1: St only read (g scales the sum)
@@ -198,6 +200,8 @@ void RECURRENT_NAME(const lm_delta_seq_f32 *p, size_t h, size_t chunk, float *wo
         rec_tokens(p, h, St, kh, false);
     store_state(p, h, St);
 }
+
+#endif /* RECURRENT_NAME */
 
 /* ---- the register-tiled product of the chunked form ------------------------------------
  * One tile: C[r, 0:nv W] = keep C[r, 0:nv W] + scale_r sum_{p<kk} A[r ars + p acs] B[p, 0:nv W]
@@ -567,10 +571,13 @@ static void transpose(const float *src, size_t lds, size_t rows, size_t cols, fl
 /* The chunk's unit keys in both layouts: kt {dk, ldn} = K^T of the raw keys, normalized
  * column by column with whole vectors across tokens (no horizontal reductions): per token
  * top = max|k|, x = k / top, s = 1 / (top ||x||); then kh = s k and kt = s K^T. A subnormal
- * top (1/top would overflow) takes unit_key's division path. r, ss {ldn} scratch. */
-static void unit_keys(const float *k, size_t n, size_t dk, size_t ldn, float *kh, float *kt,
+ * top (1/top would overflow) takes unit_key's division path. r {ldn} ends as s per token (1
+ * on the division path, 0 past n); ss {ldn} scratch. Returns false when some token took
+ * the division path (r is not its scale). */
+static bool unit_keys(const float *k, size_t n, size_t dk, size_t ldn, float *kh, float *kt,
                       float *r, float *ss)
 {
+    bool scaled = true;
     transpose(k, dk, n, dk, kt, ldn);
     for (size_t c = 0; c < dk && n < ldn; c++) /* padded tokens: zero keys, finite everywhere */
         for (size_t t = n; t < ldn; t++)
@@ -619,6 +626,7 @@ static void unit_keys(const float *k, size_t n, size_t dk, size_t ldn, float *kh
             for (size_t c = 0; c < dk; c++)
                 kt[c * ldn + t] = o[c];
             r[t] = 1.0f;
+            scaled = false;
             continue;
         }
         const LM_V sv = V_SET1(r[t]);
@@ -631,50 +639,142 @@ static void unit_keys(const float *k, size_t n, size_t dk, size_t ldn, float *kh
     for (size_t c = 0; c < dk; c++)
         for (size_t t0 = 0; t0 < ldn; t0 += LM_W)
             V_STOREU(kt + c * ldn + t0, V_MUL(V_LOADU(kt + c * ldn + t0), V_LOADU(r + t0)));
+    return scaled;
 }
 
-/* The prefetcher for the next chunk's rows (row0.., `rows` of them). */
-static prefetcher next_rows(const lm_delta_seq_f32 *p, size_t row0, size_t rows)
+/* The prefetcher for the next chunk's rows (row0.., `rows` of them) of elements of `esize`
+ * bytes at k, v, q (float32 or bfloat16 arrays). */
+static prefetcher next_rows(const lm_delta_seq_f32 *p, const void *k, const void *v,
+                            const void *q, size_t esize, size_t row0, size_t rows)
 {
-    const size_t bk = rows * p->d_key * sizeof(float), bv = rows * p->d_value * sizeof(float);
-    const prefetcher pf = {{(const char *)(p->k + row0 * p->d_key),
-                            (const char *)(p->v + row0 * p->d_value),
-                            (const char *)(p->q + row0 * p->d_key)},
+    const size_t bk = rows * p->d_key * esize, bv = rows * p->d_value * esize;
+    const prefetcher pf = {{(const char *)k + row0 * p->d_key * esize,
+                            (const char *)v + row0 * p->d_value * esize,
+                            (const char *)q + row0 * p->d_key * esize},
                            {bk, bv, bk},
                            0,
                            0};
     return pf;
 }
 
-void CHUNKED_NAME(const lm_delta_seq_f32 *p, size_t h, size_t chunk, float *work)
+/* The input modes of the chunked kernel (constants after inlining): float32 q, k, v
+ * (CH_F32); bfloat16 widened to float32 chunk by chunk, then the f32 computation on the
+ * widened rows (CH_WIDEN: bit for bit the f32 kernel on widened inputs); the same with the
+ * state products on BF16 dot products (CH_DOT, delta_bf16.h). */
+enum { CH_F32 = 0, CH_WIDEN = 1, CH_DOT = 2 };
+
+/* dst[0:n] = float32 of the bfloat16 src[0:n] */
+static inline void widen_rows(const uint16_t *src, size_t n, float *dst)
+{
+    size_t i = 0;
+    for (; i + LM_W <= n; i += LM_W)
+        V_STOREU(dst + i, V_LOAD_BF16(src + i));
+    for (; i < n; i++)
+        dst[i] = lm_f32_from_bf16(src[i]);
+}
+
+/* Where one head's workspace puts what (lm_delta_work_floats gives the size). */
+typedef struct chunk_ws {
+    float *St;              /* {dk, dv} */
+    float *kh;              /* {C, dk}: unit keys (G_end-scaled at the end) */
+    float *kt;              /* {dk, ldn}: unit keys transposed */
+    float *kk;              /* {C, ldn}: beta_t G_ti (k_t . k_i), strictly lower */
+    float *qk;              /* {C, ldn}: G_ti (q_t . k_i), lower */
+    float *ti;              /* {C, ldn}: (I + kk)^{-1} */
+    float *w;               /* {C, dv}: right-hand sides */
+    float *u;               /* {C, dv}: the corrections */
+    float *lg;              /* {C}: log g_t */
+    float *gam;             /* {ldn}: gamma_t */
+    float *nbg;             /* {C}: -beta_t gamma_t */
+    float *dl;              /* {ldn}: one row of log G; unit_keys' scales until decay_masks */
+    float *gend;            /* {ldn}: G_{n-1, i} */
+    float *qw, *kw, *vw;    /* bf16 modes: the chunk's widened q, k {C, dk}, v {C, dv} */
+    float *rk;              /* CH_DOT: {ldn} the key scales 1 / ||k_t|| */
+    uint16_t *sp, *kp, *up; /* CH_DOT: bfloat16 pairs of S_0, of K (along d_key for the
+                               scores, along tokens for the update), of U (scaled for it) */
+    uint16_t *qk16;         /* CH_DOT: {C, ldn} qk in bfloat16 */
+} chunk_ws;
+
+static chunk_ws chunk_layout(float *work, size_t dk, size_t dv, size_t C, size_t ldn,
+                             bool bf16)
+{
+    chunk_ws x = {0};
+    x.St = work;
+    x.kh = x.St + round16(dk * dv);
+    x.kt = x.kh + round16(C * dk);
+    x.kk = x.kt + dk * ldn;
+    x.qk = x.kk + C * ldn;
+    x.ti = x.qk + C * ldn;
+    x.w = x.ti + C * ldn;
+    x.u = x.w + round16(C * dv);
+    x.lg = x.u + round16(C * dv);
+    x.gam = x.lg + ldn;
+    x.nbg = x.gam + ldn;
+    x.dl = x.nbg + ldn;
+    x.gend = x.dl + ldn;
+    if (!bf16) /* the bf16 modes' part: lm_delta_work_floats counts it for dtype bf16 */
+        return x;
+    x.qw = x.gend + ldn;
+    x.kw = x.qw + round16(C * dk);
+    x.vw = x.kw + round16(C * dk);
+    x.rk = x.vw + round16(C * dv);
+    x.sp = (uint16_t *)(void *)(x.rk + ldn);                           /* {dk/2, 2 dv} */
+    x.kp = x.sp + 2 * round16((dk + 1) / 2 * dv);                      /* {dk, ldn} */
+    x.up = x.kp + 2 * round16(dk * ldn / 2);                           /* {ldn/2, 2 dv} */
+    x.qk16 = x.up + 2 * round16(ldn / 2 * dv);                         /* {C, ldn} */
+    return x;
+}
+
+#ifdef DELTA_BF16_DOT
+#include "delta_bf16.h"
+#endif
+
+/* One head of the chunked form in input mode `mode` (see above). */
+static inline __attribute__((always_inline)) void
+chunked_run(const lm_delta_seq_f32 *p, size_t h, size_t chunk, float *work, int mode)
 {
     const size_t L = p->length, dk = p->d_key, dv = p->d_value;
     const size_t C = chunk < L ? chunk : L, ldn = round16(C);
     const bool gated = p->gate != NULL;
-    float *St = work;                   /* {dk, dv} */
-    float *kh = St + round16(dk * dv);  /* {C, dk}: unit keys (G_end-scaled at the end) */
-    float *kt = kh + round16(C * dk);   /* {dk, ldn}: unit keys transposed */
-    float *kk = kt + dk * ldn;          /* {C, ldn}: beta_t G_ti (k_t . k_i), strictly lower */
-    float *qk = kk + C * ldn;           /* {C, ldn}: G_ti (q_t . k_i), lower */
-    float *ti = qk + C * ldn;           /* {C, ldn}: (I + kk)^{-1} */
-    float *w = ti + C * ldn;            /* {C, dv}: right-hand sides */
-    float *u = w + round16(C * dv);     /* {C, dv}: the corrections */
-    float *lg = u + round16(C * dv);    /* {C}: log g_t */
-    float *gam = lg + ldn;              /* {ldn}: gamma_t */
-    float *nbg = gam + ldn;             /* {C}: -beta_t gamma_t */
-    float *dl = nbg + ldn;              /* {ldn}: one row of log G */
-    float *gend = dl + ldn;             /* {ldn}: G_{n-1, i} */
+    const chunk_ws x = chunk_layout(work, dk, dv, C, ldn, mode != CH_F32);
+    float *const St = x.St, *const kh = x.kh, *const kt = x.kt, *const kk = x.kk;
+    float *const qk = x.qk, *const ti = x.ti, *const w = x.w, *const u = x.u, *const lg = x.lg;
+    float *const gam = x.gam, *const nbg = x.nbg, *const dl = x.dl, *const gend = x.gend;
+    const size_t esize = mode == CH_F32 ? sizeof(float) : sizeof(uint16_t);
+    const void *qsrc = mode == CH_F32 ? (const void *)p->q : (const void *)p->q16;
+    const void *ksrc = mode == CH_F32 ? (const void *)p->k : (const void *)p->k16;
+    const void *vsrc = mode == CH_F32 ? (const void *)p->v : (const void *)p->v16;
+#ifdef DELTA_BF16_DOT
+    /* the pair layouts need even d_key and whole vectors of d_value */
+    const bool dims_fit = mode == CH_DOT && dk % 16 == 0 && dv % 16 == 0;
+#endif
     load_state(p, h, St);
     for (size_t t0 = 0; t0 < L; t0 += C) {
         const size_t n = L - t0 < C ? L - t0 : C;
         const size_t row0 = h * L + t0;
-        const float *q = p->q + row0 * dk;    /* {n, dk} */
-        const float *v = p->v + row0 * dv;    /* {n, dv} */
+        const float *q, *k, *v;  /* {n, dk}, {n, dk}, {n, dv}: the chunk's rows as float32 */
+        if (mode == CH_F32) {
+            q = p->q + row0 * dk;
+            k = p->k + row0 * dk;
+            v = p->v + row0 * dv;
+        } else {
+            widen_rows(p->q16 + row0 * dk, n * dk, x.qw);
+            widen_rows(p->k16 + row0 * dk, n * dk, x.kw);
+            widen_rows(p->v16 + row0 * dv, n * dv, x.vw);
+            q = x.qw, k = x.kw, v = x.vw;
+        }
         const float *beta = p->beta + row0;   /* {n} */
         float *y = p->y + row0 * dv;          /* {n, dv} */
         const size_t next = t0 + n < L ? (L - t0 - n < C ? L - t0 - n : C) : 0;
-        prefetcher pf = next_rows(p, row0 + n, next);
-        unit_keys(p->k + row0 * dk, n, dk, ldn, kh, kt, dl, gend);
+        prefetcher pf = next_rows(p, ksrc, vsrc, qsrc, esize, row0 + n, next);
+        const bool scaled = unit_keys(k, n, dk, ldn, kh, kt, dl, gend);
+#ifdef DELTA_BF16_DOT
+        const bool dot = dims_fit && scaled;
+        if (dot)
+            memcpy(x.rk, dl, ldn * sizeof(float));
+#else
+        (void)scaled;
+#endif
         chunk_decays(n, ldn, gated ? p->gate + row0 : NULL, lg, gam);
         for (size_t t = 0; t < n; t++) { /* w_t = beta_t v_t */
             const LM_V b = V_SET1(beta[t]);
@@ -687,26 +787,72 @@ void CHUNKED_NAME(const lm_delta_seq_f32 *p, size_t h, size_t chunk, float *work
         for (size_t t = 0; t < n; t++)
             nbg[t] = -beta[t] * gam[t];
         /* kk = K K^T, qk = Q K^T (lower parts), then the decays and masks */
-        const size_t nw = (n + LM_W - 1) / LM_W * LM_W; /* kt's padded tokens are zero */
-        const operand scores[2] = {{n, kh, dk, 1, kk, ldn, NULL, 0.0f},
-                                   {n, q, dk, 1, qk, ldn, NULL, 0.0f}};
-        mm_sets(SHAPE_LOWER_C, bk_score, nw, dk, kt, ldn, scores, 2, &pf);
+#ifdef DELTA_BF16_DOT
+        if (dot) {
+            dot_scores(p->k16 + row0 * dk, p->q16 + row0 * dk, n, dk, ldn, &x, kk, qk, &pf);
+        } else
+#endif
+        {
+            const size_t nw = (n + LM_W - 1) / LM_W * LM_W; /* kt's padded tokens are zero */
+            const operand scores[2] = {{n, kh, dk, 1, kk, ldn, NULL, 0.0f},
+                                       {n, q, dk, 1, qk, ldn, NULL, 0.0f}};
+            mm_sets(SHAPE_LOWER_C, bk_score, nw, dk, kt, ldn, scores, 2, &pf);
+        }
         decay_masks(n, ldn, gated ? p->gate + row0 : NULL, lg, beta, kk, qk, dl, gend);
         /* U = (I + kk)^{-1} W with W = beta (V - diag(gamma) K S_0) */
         unit_lower_inverse(n, ldn, kk, ti);
         /* W = beta V - diag(beta gamma) K S_0 and Y = diag(gamma) Q S_0 in one pass over S_0 */
-        const operand states[2] = {{n, kh, dk, 1, w, dv, nbg, 1.0f},
-                                   {n, q, dk, 1, y, dv, gam, 0.0f}};
-        mm_sets(SHAPE_FULL, bk_state, dv, dk, St, dv, states, 2, &pf);
+#ifdef DELTA_BF16_DOT
+        if (dot) {
+            dot_state_products(p->k16 + row0 * dk, p->q16 + row0 * dk, n, dk, dv, &x, w, y,
+                               &pf);
+        } else
+#endif
+        {
+            const operand states[2] = {{n, kh, dk, 1, w, dv, nbg, 1.0f},
+                                       {n, q, dk, 1, y, dv, gam, 0.0f}};
+            mm_sets(SHAPE_FULL, bk_state, dv, dk, St, dv, states, 2, &pf);
+        }
         mm(SHAPE_TRIL_A, bk_tril, n, dv, n, ti, ldn, 1, w, dv, u, dv, NULL, 0.0f, &pf);
         /* Y += qk U */
-        mm(SHAPE_TRIL_A, bk_tril, n, dv, n, qk, ldn, 1, u, dv, y, dv, NULL, 1.0f, &pf);
+#ifdef DELTA_BF16_DOT
+        if (dot)
+            dot_masked_values(n, dv, ldn, &x, qk, y, &pf);
+        else
+#endif
+            mm(SHAPE_TRIL_A, bk_tril, n, dv, n, qk, ldn, 1, u, dv, y, dv, NULL, 1.0f, &pf);
         /* S_C = gamma_{n-1} S_0 + (G_end K)^T U */
-        if (gated)
-            for (size_t t = 0; t < n; t++)
-                scale_row(kh + t * dk, gend[t], dk);
-        mm(SHAPE_FULL, bk_update, dk, dv, n, kh, 1, dk, u, dv, St, dv, NULL, gam[n - 1], &pf);
+#ifdef DELTA_BF16_DOT
+        if (dot) {
+            dot_state_update(n, dk, dv, gated, &x, &pf);
+        } else
+#endif
+        {
+            if (gated)
+                for (size_t t = 0; t < n; t++)
+                    scale_row(kh + t * dk, gend[t], dk);
+            mm(SHAPE_FULL, bk_update, dk, dv, n, kh, 1, dk, u, dv, St, dv, NULL, gam[n - 1],
+               &pf);
+        }
         pf_step(&pf, SIZE_MAX); /* whatever the tiles left */
     }
     store_state(p, h, St);
 }
+
+#ifdef CHUNKED_NAME
+void CHUNKED_NAME(const lm_delta_seq_f32 *p, size_t h, size_t chunk, float *work)
+{
+    chunked_run(p, h, chunk, work, CH_F32);
+}
+#endif
+
+#ifdef CHUNKED_BF16_NAME
+void CHUNKED_BF16_NAME(const lm_delta_seq_f32 *p, size_t h, size_t chunk, float *work)
+{
+#ifdef DELTA_BF16_DOT
+    chunked_run(p, h, chunk, work, CH_DOT);
+#else
+    chunked_run(p, h, chunk, work, CH_WIDEN);
+#endif
+}
+#endif

@@ -7,4 +7,5 @@
 #include "../simd/neon.h"
 #define RECURRENT_NAME lm_delta_recurrent_f32_neon
 #define CHUNKED_NAME lm_delta_chunked_f32_neon
+#define CHUNKED_BF16_NAME lm_delta_chunked_bf16_neon
 #include "delta_body.h"

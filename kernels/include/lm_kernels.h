@@ -43,6 +43,7 @@
     X(gemm_acc_f32, linear_chunked, lm_gemm_acc_fn, linear, ALL)                          \
     X(delta_recurrent_f32, delta_recurrent, lm_delta_head_fn, delta, ALL)                 \
     X(delta_chunked_f32, delta_chunked, lm_delta_head_fn, delta, ALL)                     \
+    X(delta_chunked_bf16, delta_chunked, lm_delta_head_fn, delta, ALL_BF16)               \
     X(ssd_chunked_f32, ssd_chunked, lm_ssd_chunked_fn, ssm, ALL)                          \
     X(ssd_chunked_bf16, ssd_chunked, lm_ssd_chunked_fn, ssm, ALL_BF16)                    \
     X(ssd_step_f32, ssd_step, lm_ssd_step_fn, ssm, ALL)

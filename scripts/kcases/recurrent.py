@@ -14,7 +14,7 @@ import numpy as np
 import fpmath as fp
 from build_kernel_contract import Result, round_to
 
-UNIT = {"f64": 2.0 ** -53, "f32": 2.0 ** -24}
+UNIT = {"f64": 2.0 ** -53, "f32": 2.0 ** -24, "bf16": 2.0 ** -24}  # bf16: float32 sums
 
 
 def _flags(case, *names):
@@ -257,20 +257,24 @@ def delta_rule(case, rng):
     {H,L,dv} then s_final {H,dv,dk}. The update contracts (|I - beta k k^T| <= 1), so errors
     do not grow through it; scale: |S| and |y| bounds from the recurrence on absolute values
     of the additive parts, S_abs = g S_abs + beta (|v| + g S_abs |k^|) |k^|^T, plus the
-    values themselves. rtol = (4 sqrt(L + dk) + 8 + G) u, G = the largest sum of |log g|."""
+    values themselves. rtol = (4 sqrt(L + dk) + 8 + G) u, G = the largest sum of |log g|.
+    dtype bf16: q, k and v rounded to bfloat16 (the keys before their normalization, as the
+    kernel reads them), beta, gate and s0 to float32; the chunked form's rtol adds
+    bf16_delta_rtol (the BF16 dot products of the state, docs/kernels.md)."""
     s, dtype = case["shape"], case["dtype"]
     H, L, dk, dv = s["heads"], s["length"], s["d_key"], s["d_value"]
     o = case.get("options", {})
     gated, use_s0, zero_key = (bool(o.get(n, False)) for n in ("gated", "s0", "zero_key"))
+    small = "f32" if dtype == "bf16" else dtype  # the type of beta, gate and s0
     r = 1.0 / math.sqrt(dk)
     q = round_to(rng.standard_normal((H, L, dk)) * r, dtype)
     k = rng.standard_normal((H, L, dk))
     v = round_to(rng.standard_normal((H, L, dv)), dtype)
     beta = rng.uniform(0.0, 1.0, (H, L))
-    g = round_to(rng.uniform(0.7, 1.0, (H, L)), dtype)
-    s0 = round_to(rng.standard_normal((H, dv, dk)) * 0.5, dtype)
+    g = round_to(rng.uniform(0.7, 1.0, (H, L)), small)
+    s0 = round_to(rng.standard_normal((H, dv, dk)) * 0.5, small)
     beta[0, 0] = 1.0
-    k, beta = round_to(k, dtype), round_to(beta, dtype)
+    k, beta = round_to(k, dtype), round_to(beta, small)
     if zero_key:
         k[0, L - 1, :] = 0.0
     if not gated:
@@ -295,8 +299,25 @@ def delta_rule(case, rng):
     u = UNIT[dtype]
     output = np.concatenate([y.ravel(), S.ravel()])
     scale = np.concatenate([(ys + np.abs(y)).ravel(), (Sa + np.abs(S)).ravel()])
-    return Result(output=output, scale=scale, terms=L + dk,
-                  rtol=(4.0 * math.sqrt(L + dk) + 8.0 + G) * u, atol=1e-30)
+    rtol = (4.0 * math.sqrt(L + dk) + 8.0 + G) * u
+    if dtype == "bf16" and "chunk" in o:
+        rtol += bf16_delta_rtol(L, int(o["chunk"]))
+    return Result(output=output, scale=scale, terms=L + dk, rtol=rtol, atol=1e-30)
+
+
+def bf16_delta_rtol(L, chunk):
+    """The bf16 chunked delta rule's error above the float32 rule, relative to the scale
+    (derivation: docs/kernels.md, "bf16" of the delta rule; kernels/delta/delta_bf16.h).
+    With b = 2^-8 the relative error of one rounding to bfloat16 (8 significant bits), a
+    chunk adds at most 3 b Sa to the state: b for the chunk run from S_0 rounded (its
+    products K S_0 and Q S_0), b for the carried gamma S_0 that is not rounded, b for the
+    scaled corrections rounded in K^T U. An error E already in the state moves with the
+    homogeneous part of the absolute-value recurrence Sa, so |E| <= e Sa stays so later:
+    the chunks' shares add, e = 3 b n_chunks; (1 + e) covers rounding a state that already
+    carries e."""
+    n_chunks = -(-L // min(chunk, L))
+    e = 3.0 * 2.0 ** -8 * n_chunks
+    return e * (1.0 + e)
 
 
 REFERENCES = {"ssm_mamba1_scan": ssm_mamba1_scan, "conv_causal": conv_causal,
@@ -478,4 +499,15 @@ CASES = [
            expect_status="domain", mention="k must have non-zero"),
     _delta(1, 6, 4, 3, 36011, tag=".chunk0", chunk=0, expect_status="argument",
            mention="chunk must be positive"),
+    # bf16 q, k, v (chunked only): BF16 dot products on avx512bf16 where d_key and d_value
+    # are multiples of 16, the float32 products on widened inputs elsewhere
+    _delta(2, 41, 16, 32, 36020, dtype="bf16", gated=True, s0=True, chunk=16),
+    _delta(2, 70, 32, 48, 36021, dtype="bf16", chunk=7),
+    _delta(1, 100, 64, 64, 36022, dtype="bf16", gated=True, s0=True, chunk=32),
+    _delta(2, 41, 16, 33, 36023, dtype="bf16", gated=True, s0=True, chunk=7),  # dv: fallback
+    _delta(3, 29, 9, 64, 36024, dtype="bf16", gated=True, chunk=64),  # odd dk: fallback
+    _delta(1, 6, 16, 16, 36025, dtype="bf16", tag=".nan_key", nan_key=True, chunk=4,
+           expect_status="domain", mention="k must have non-zero (finite) norm"),
+    _delta(1, 6, 16, 16, 36026, dtype="bf16", tag=".recurrent", expect_status="argument",
+           mention="needs the chunked form"),
 ]
