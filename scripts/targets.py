@@ -205,8 +205,8 @@ def attention(rows, t):
             t.info(name, text)
         else:
             t.add(name, text, s >= want)
-    p1 = one(rows, kernel="attn_prefill", n_ctx=4096, threads=1)
-    p2 = one(rows, kernel="attn_prefill", n_ctx=4096, threads=2)
+    p1 = one(rows, kernel="attn_prefill", dtype="f32", n_ctx=4096, threads=1)
+    p2 = one(rows, kernel="attn_prefill", dtype="f32", n_ctx=4096, threads=2)
     for r, th in ((p1, 1), (p2, 2)):
         name = f"causal prefill n = 4096 f32, {th} thread(s): >= 50 % of peak FMA"
         if r is None:
@@ -220,7 +220,7 @@ def attention(rows, t):
         t.add("prefill 1 -> 2 threads >= 1.8x", f"{s:.2f}x", s >= 1.8)
     else:
         t.add("prefill 1 -> 2 threads >= 1.8x", "-", None)
-    causal = one(rows, kernel="attn_prefill", n_ctx=16384, threads=2)
+    causal = one(rows, kernel="attn_prefill", dtype="f32", n_ctx=16384, threads=2)
     window = one(rows, kernel="attn_prefill_window", n_ctx=16384, chunk=1024, threads=2)
     n, w = 16384, 1024
     pair_ratio = (n * (n + 1) / 2) / (w * (w + 1) / 2 + (n - w) * w)
