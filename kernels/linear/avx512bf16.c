@@ -89,14 +89,26 @@ static void round_row(const float *x, uint16_t *y, size_t n)
         y[i] = (uint16_t)bf16_bits(x[i]);
 }
 
-/* y[0:n] = x[0:n] widened */
-static void widen_row(const uint16_t *x, float *y, size_t n)
+/* One pass over bfloat16 x[0:n]: f = phi(x) in float32 (elu: elu(x) + 1, else x itself)
+ * and, when r is not NULL, r = phi(x) rounded back to bfloat16. */
+static void feature_row(const uint16_t *x, bool elu, float *f, uint16_t *r, size_t n)
 {
+    const __m512 zero = _mm512_setzero_ps();
     size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(y + i, V_LOAD_BF16(x + i));
-    for (; i < n; i++)
-        y[i] = lm_f32_from_bf16(x[i]);
+    for (; i + 16 <= n; i += 16) {
+        __m512 v = V_LOAD_BF16(x + i);
+        if (elu) /* exp(min(x, 0)) + max(x, 0) */
+            v = _mm512_add_ps(V_EXP(_mm512_min_ps(v, zero)), _mm512_max_ps(v, zero));
+        _mm512_storeu_ps(f + i, v);
+        if (r != NULL)
+            _mm256_storeu_si256((__m256i *)(void *)(r + i), (__m256i)_mm512_cvtneps_pbh(v));
+    }
+    for (; i < n; i++) {
+        const float v = lm_f32_from_bf16(x[i]);
+        f[i] = elu ? (v > 0.0f ? v + 1.0f : expf(v)) : v;
+        if (r != NULL)
+            r[i] = (uint16_t)bf16_bits(f[i]);
+    }
 }
 
 /* ---- the dot-product micro-kernel -----------------------------------------------------
@@ -184,7 +196,7 @@ static void dp_gemm(size_t m, size_t nvec, size_t kk, float beta, const uint16_t
 /* The workspace of lm_linear_bf16_pair_floats, carved in its order. */
 typedef struct pair_work {
     float *S, *z, *fq, *fk;
-    uint16_t *qp;
+    uint16_t *qp, *kb;
     uint32_t *kp2;
     float *A;
     uint16_t *ap;
@@ -202,6 +214,7 @@ static pair_work pair_work_carve(float *work, size_t dk, size_t dv, size_t C)
     w.fq = f, f += round16(C * dk);
     w.fk = f, f += round16(C * dk);
     w.qp = (uint16_t *)(void *)f, f += round16((C * dk + 1) / 2);
+    w.kb = (uint16_t *)(void *)f, f += round16((C * dk + 1) / 2);
     w.kp2 = (uint32_t *)(void *)f, f += round16(dk / 2 * cp);
     w.A = f, f += round16(C * cp);
     w.ap = (uint16_t *)(void *)f, f += round16(C * cp / 2);
@@ -217,23 +230,14 @@ static pair_work pair_work_carve(float *work, size_t dk, size_t dv, size_t C)
     return w;
 }
 
-/* kp2 {dk / 2, cp} words of phi(k) {n, dk} (bfloat16 rows kb, or float32 rows fk rounded
- * when kb is NULL); keys n..cp zero. */
-static void pack_keys(const uint16_t *kb, const float *fk, size_t n, size_t dk, size_t cp,
-                      uint32_t *kp2)
+/* kp2 {dk / 2, cp} words (phi(k)[s, 2 c2], phi(k)[s, 2 c2 + 1]): the transpose of phi(k)
+ * {n, dk} read as words {n, dk / 2} (kb: bfloat16 rows as stored), keys n..cp zero. A word
+ * moves as a float32 bit pattern (never NaN: the halves are finite). */
+static void pack_keys(const uint16_t *kb, size_t n, size_t dk, size_t cp, uint32_t *kp2)
 {
-    for (size_t c2 = 0; c2 < dk / 2; c2++) {
-        uint32_t *row = kp2 + c2 * cp;
-        for (size_t s = 0; s < n; s++) {
-            if (kb != NULL)
-                memcpy(&row[s], kb + s * dk + 2 * c2, sizeof row[s]);
-            else
-                row[s] = bf16_bits(fk[s * dk + 2 * c2]) |
-                         bf16_bits(fk[s * dk + 2 * c2 + 1]) << 16;
-        }
-        for (size_t s = n; s < cp; s++)
-            row[s] = 0;
-    }
+    transpose(n, dk / 2, (const float *)(const void *)kb, dk / 2, (float *)(void *)kp2, cp);
+    for (size_t c2 = 0; c2 < dk / 2; c2++)
+        memset(kp2 + c2 * cp + n, 0, (cp - n) * sizeof *kp2);
 }
 
 /* s2 {dk / 2, dv} words of S {dk, dv} rounded (dv a multiple of 16). */
@@ -256,14 +260,25 @@ static void pack_values(const uint16_t *v, size_t n, size_t dv, uint32_t *vp2)
     }
 }
 
-/* kt2 {dk, cp / 2} words (kr[2 p, c], kr[2 p + 1, c]) of kr {n, dk} rounded. */
-static void pack_keys_t(const float *kr, size_t n, size_t dk, size_t cp, uint32_t *kt2)
+/* kt2 {dk, cp / 2} words (kr[2 p, c], kr[2 p + 1, c]) of kr {n, dk} rounded: the pair rows
+ * W {ceil(n / 2), dk} words (row p from key rows 2 p and 2 p + 1), then transposed; W lives
+ * in scratch (at least ceil(n / 2) dk words). */
+static void pack_keys_t(const float *kr, size_t n, size_t dk, size_t cp, uint32_t *scratch,
+                        uint32_t *kt2)
 {
-    for (size_t p = 0; 2 * p < n; p++) {
+    const size_t pairs = (n + 1) / 2;
+    for (size_t p = 0; p < pairs; p++) {
         const float *lo = kr + 2 * p * dk, *hi = 2 * p + 1 < n ? lo + dk : NULL;
-        for (size_t c = 0; c < dk; c++)
-            kt2[c * (cp / 2) + p] = bf16_bits(lo[c]) | (hi != NULL ? bf16_bits(hi[c]) << 16 : 0u);
+        uint32_t *w = scratch + p * dk;
+        size_t c = 0;
+        for (; c + 16 <= dk; c += 16)
+            _mm512_storeu_si512(w + c, pair_ps(_mm512_loadu_ps(lo + c),
+                                               hi != NULL ? _mm512_loadu_ps(hi + c)
+                                                          : _mm512_setzero_ps()));
+        for (; c < dk; c++)
+            w[c] = bf16_bits(lo[c]) | (hi != NULL ? bf16_bits(hi[c]) << 16 : 0u);
     }
+    transpose(pairs, dk, (const float *)(const void *)scratch, dk, (float *)(void *)kt2, cp / 2);
 }
 
 /* Scores A {n, cp} = qp kp2 on the lower part (row block [i, i + 4): the key vectors up to
@@ -350,18 +365,11 @@ static void chunked_pairs(const lm_linear_f32 *p, size_t h, size_t chunk, float 
         float *y = p->y + row0 * dv;                                      /* {n, dv} */
         /* phi(k) in float32 (the carry's keys and z); phi(q) in float32 where it is needed
          * (the normalizer, or rounded to qp for elu1) */
-        widen_row(k, w.fk, n * dk);
-        const uint16_t *qp = q;
-        if (elu || p->normalize) {
-            widen_row(q, w.fq, n * dk);
-            if (elu) {
-                elu1_row(w.fq, w.fq, n * dk);
-                elu1_row(w.fk, w.fk, n * dk);
-                round_row(w.fq, w.qp, n * dk);
-                qp = w.qp;
-            }
-        }
-        pack_keys(elu ? NULL : k, w.fk, n, dk, cp, w.kp2);
+        feature_row(k, elu, w.fk, elu ? w.kb : NULL, n * dk);
+        if (elu || p->normalize)
+            feature_row(q, elu, w.fq, elu ? w.qp : NULL, n * dk);
+        const uint16_t *qp = elu ? w.qp : q; /* phi(q), phi(k) in bfloat16 */
+        pack_keys(elu ? w.kb : k, n, dk, cp, w.kp2);
         pack_values(v, n, dv, w.vp2);
         pack_state(S, dk, dv, w.s2);
         if (scalar)
@@ -392,7 +400,7 @@ static void chunked_pairs(const lm_linear_f32 *p, size_t h, size_t chunk, float 
                 for (size_t c = 0; c < dk; c++)
                     z[c] *= beta;
         }
-        pack_keys_t(w.fk, n, dk, cp, w.kt2);
+        pack_keys_t(w.fk, n, dk, cp, w.kp2, w.kt2); /* kp2 is free after the scores */
         dp_gemm(dk, dv / 16, (n + 1) / 2, beta, (const uint16_t *)w.kt2, cp / 2, w.vp2, dv, S,
                 dv);
         if (need_z)

@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <string.h>
 
 static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
 
@@ -19,13 +20,13 @@ size_t lm_linear_chunk_work_floats_f32(const lm_linear_f32 *p, size_t chunk)
 }
 
 /* Floats of the bfloat16 pair layouts of kernels/linear/avx512bf16.c at chunk C (d_key even
- * there), in its order: S {dk, dv}, z {dk}, fq, fk {C, dk} float32; qp {C, dk} bfloat16;
+ * there), in its order: S {dk, dv}, z {dk}, fq, fk {C, dk} float32; qp, kb {C, dk} bfloat16;
  * kp2 {dk / 2, Cp} words; A {C, Cp}; ap {C, Cp} bfloat16; s2 {dk / 2, dv}, vp2 {Cp / 2, dv},
  * kt2 {dk, Cp / 2} words; lg, seg, ratio, bq, cl, den {Cp}; Cp = C rounded up to 16. */
 size_t lm_linear_bf16_pair_floats(size_t dk, size_t dv, size_t C)
 {
     const size_t cp = round16(C);
-    return round16(dk * dv) + round16(dk) + 2 * round16(C * dk) + round16((C * dk + 1) / 2) +
+    return round16(dk * dv) + round16(dk) + 2 * round16(C * dk) + 2 * round16((C * dk + 1) / 2) +
            round16(dk / 2 * cp) + round16(C * cp) + round16(C * cp / 2) +
            round16(dk / 2 * dv) + round16(cp / 2 * dv) + round16(dk * cp / 2) + 6 * cp;
 }
@@ -45,12 +46,38 @@ size_t lm_linear_chunk_work_floats(const lm_linear_f32 *p, size_t chunk)
     return widened > pairs ? widened : pairs;
 }
 
-/* True when no bfloat16 x[i] is NaN or +-inf (exponent bits all ones). */
+/* True when no bfloat16 x[i] is NaN or +-inf (exponent bits all ones), four at a time: in
+ * each 16-bit lane e = (x & 0x7f80) ^ 0x7f80 is zero exactly for a non-finite x, and
+ * (e - 1) & ~e has its top bit set in some lane exactly when some lane of e is zero (the
+ * lanes' top bits are clear, so a borrow only starts at a zero lane). */
+static bool all_finite_bf16_run(const uint16_t *x, size_t count)
+{
+    const uint64_t exp = 0x7f807f807f807f80u, ones = 0x0001000100010001u;
+    const uint64_t top = 0x8000800080008000u;
+    uint64_t bad = 0;
+    size_t i = 0;
+    for (; i + 4 <= count; i += 4) {
+        uint64_t w;
+        memcpy(&w, x + i, sizeof w);
+        const uint64_t e = (w & exp) ^ exp;
+        bad |= (e - ones) & ~e & top;
+    }
+    for (; i < count; i++)
+        bad |= (x[i] & 0x7f80u) == 0x7f80u;
+    return bad == 0;
+}
+
+/* all_finite_bf16_run over OpenMP threads in runs of 2^17. */
 static bool all_finite_bf16(const uint16_t *x, size_t count)
 {
-    uint32_t bad = 0;
-    for (size_t i = 0; i < count; i++)
-        bad += (x[i] & 0x7f80u) == 0x7f80u;
+    enum { RUN = 1 << 17 };
+    const long runs = (long)((count + RUN - 1) / RUN);
+    int bad = 0;
+#pragma omp parallel for schedule(static) reduction(| : bad) if (runs > 4)
+    for (long r = 0; r < runs; r++) {
+        const size_t begin = (size_t)r * RUN;
+        bad |= !all_finite_bf16_run(x + begin, count - begin < RUN ? count - begin : RUN);
+    }
     return bad == 0;
 }
 
