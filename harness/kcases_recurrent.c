@@ -367,7 +367,7 @@ static lm_status run_linear(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_
     if (gate_value >= 0.0)
         g[0] = gate_value;
     if (strcmp(poison_name, "q") == 0 || strcmp(poison_name, "k") == 0)
-        (poison_name[0] == 'q' ? q : k)[0] = NAN;
+        (poison_name[0] == 'q' ? q : k)[0] = (double)NAN;
     const size_t ny = H * L * dv, ns = H * dk * dv, nz = H * dk;
     if ((status = lm_kcase_output(kcase, ny + ns + nz, out, err)) != LM_OK)
         return status;

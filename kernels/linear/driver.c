@@ -5,7 +5,6 @@
 
 #include <math.h>
 #include <omp.h>
-#include <string.h>
 
 static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
 
@@ -46,25 +45,16 @@ size_t lm_linear_chunk_work_floats(const lm_linear_f32 *p, size_t chunk)
     return widened > pairs ? widened : pairs;
 }
 
-/* True when no bfloat16 x[i] is NaN or +-inf (exponent bits all ones), four at a time: in
- * each 16-bit lane e = (x & 0x7f80) ^ 0x7f80 is zero exactly for a non-finite x, and
- * (e - 1) & ~e has its top bit set in some lane exactly when some lane of e is zero (the
- * lanes' top bits are clear, so a borrow only starts at a zero lane). */
+/* True when no bfloat16 x[i] is NaN or +-inf: (x & 0x7f80) + 0x0080 reaches bit 15 exactly
+ * when the exponent bits are all ones, so the OR of those sums over the run has bit 15 set
+ * exactly when some x is not finite (a loop the compiler vectorizes). */
 static bool all_finite_bf16_run(const uint16_t *x, size_t count)
 {
-    const uint64_t exp = 0x7f807f807f807f80u, ones = 0x0001000100010001u;
-    const uint64_t top = 0x8000800080008000u;
-    uint64_t bad = 0;
-    size_t i = 0;
-    for (; i + 4 <= count; i += 4) {
-        uint64_t w;
-        memcpy(&w, x + i, sizeof w);
-        const uint64_t e = (w & exp) ^ exp;
-        bad |= (e - ones) & ~e & top;
-    }
-    for (; i < count; i++)
-        bad |= (x[i] & 0x7f80u) == 0x7f80u;
-    return bad == 0;
+    unsigned bad = 0;
+#pragma omp simd reduction(| : bad)
+    for (size_t i = 0; i < count; i++)
+        bad |= (unsigned)(x[i] & 0x7f80u) + 0x0080u;
+    return (bad & 0x8000u) == 0;
 }
 
 /* all_finite_bf16_run over OpenMP threads in runs of 2^17. */
