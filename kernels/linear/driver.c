@@ -50,10 +50,10 @@ size_t lm_linear_chunk_work_floats(const lm_linear_f32 *p, size_t chunk)
  * exactly when some x is not finite (a loop the compiler vectorizes). */
 static bool all_finite_bf16_run(const uint16_t *x, size_t count)
 {
-    unsigned bad = 0;
+    uint16_t bad = 0; /* 16-bit lanes: no widening in the vector loop */
 #pragma omp simd reduction(| : bad)
     for (size_t i = 0; i < count; i++)
-        bad |= (unsigned)(x[i] & 0x7f80u) + 0x0080u;
+        bad |= (uint16_t)((x[i] & 0x7f80u) + 0x0080u);
     return (bad & 0x8000u) == 0;
 }
 
