@@ -437,17 +437,6 @@ static void linear_teardown(void *state)
     free(s);
 }
 
-/* x {count} rounded to bfloat16 into a new array, and x replaced by the rounded values. */
-static uint16_t *linear_round_bf16(float *x, size_t count)
-{
-    uint16_t *h = lm_alloc(count * sizeof *h);
-    if (h == NULL)
-        return NULL;
-    lm_kv_store(LM_KV_BF16, x, h, count);
-    lm_kv_load(LM_KV_BF16, h, x, count);
-    return h;
-}
-
 static lm_status linear_setup_form(const lm_bench_config *cfg, bool chunked, void **state,
                                    lm_error *err)
 {
@@ -475,9 +464,9 @@ static lm_status linear_setup_form(const lm_bench_config *cfg, bool chunked, voi
                            .gate_kind = LM_LINEAR_GATE_NONE, .q = s->q, .k = s->k, .v = s->v,
                            .y = s->y};
     if (strcmp(cfg->dtype, "bf16") == 0) {
-        s->q16 = linear_round_bf16(s->q, h * l * d);
-        s->k16 = linear_round_bf16(s->k, h * l * d);
-        s->v16 = linear_round_bf16(s->v, h * l * d);
+        s->q16 = lm_bench_round_bf16(s->q, h * l * d);
+        s->k16 = lm_bench_round_bf16(s->k, h * l * d);
+        s->v16 = lm_bench_round_bf16(s->v, h * l * d);
         if (s->q16 == NULL || s->k16 == NULL || s->v16 == NULL) {
             linear_teardown(s);
             return lm_fail(err, LM_ERR_NOMEM, "cannot allocate a bf16 linear attention of %ld "

@@ -32,6 +32,7 @@
 #include "linear.h"
 
 #include "../simd/avx512.h"
+#include "../simd/avx512bf16.h"
 #include "../simd/fast_exp.h"
 
 #include <immintrin.h>
@@ -46,30 +47,7 @@ static void lin_f32_chunked(const lm_linear_f32 *p, size_t h, size_t chunk, floa
 #include "linear_body.h"
 #include "widen_bf16.h"
 
-/* ---- bfloat16 pairs ------------------------------------------------------------------ */
-
-/* Word i of the result is (lo[i], hi[i]) for both = [lo 0..15 | hi 0..15] (bfloat16). */
-static inline __m512i pair_interleave(__m512i both)
-{
-    static const uint16_t order[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
-                                       8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-    return _mm512_permutexvar_epi16(_mm512_loadu_si512(order), both);
-}
-
-/* 16 words (lo[i], hi[i]) of two bfloat16 rows; hi NULL: zeros. */
-static inline __m512i pair_rows(const uint16_t *lo, const uint16_t *hi)
-{
-    const __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)lo);
-    const __m256i b = hi != NULL ? _mm256_loadu_si256((const __m256i *)(const void *)hi)
-                                 : _mm256_setzero_si256();
-    return pair_interleave(_mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1));
-}
-
-/* 16 words (lo[i], hi[i]) of two float32 vectors, each rounded to nearest even. */
-static inline __m512i pair_ps(__m512 lo, __m512 hi)
-{
-    return pair_interleave((__m512i)_mm512_cvtne2ps_pbh(hi, lo));
-}
+/* ---- bfloat16 rows (the pair primitives are simd/avx512bf16.h's) --------------------- */
 
 /* x rounded to bfloat16, to nearest even (finite x). */
 static inline uint32_t bf16_bits(float x)
@@ -98,7 +76,7 @@ static void feature_row(const uint16_t *x, bool elu, float *f, uint16_t *r, size
     const __m512 zero = _mm512_setzero_ps();
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        __m512 v = V_LOAD_BF16(x + i);
+        __m512 v = bf16_load_ps(x + i);
         if (elu) /* exp(min(x, 0)) + max(x, 0), the inline exp (2 ulp: far inside the
                   * bfloat16 rounding that follows; docs/kernels.md) */
             v = _mm512_add_ps(V_EXP_FAST_NONPOS(_mm512_min_ps(v, zero)), _mm512_max_ps(v, zero));
@@ -138,11 +116,10 @@ static LM_ALWAYS_INLINE void dp_tile(int mr, int nv, float beta, size_t kk,
         LM_UNROLL for (int v = 0; v < nv; v++)
             b[v] = _mm512_loadu_si512(B + p * ldb + (size_t)v * 16);
         LM_UNROLL for (int r = 0; r < mr; r++) {
-            uint32_t word; /* A(r, p): (a[2p], a[2p + 1]) */
-            memcpy(&word, A + (size_t)r * 2 * lda + 2 * p, sizeof word);
-            const __m512i a = _mm512_set1_epi32((int)word);
-            LM_UNROLL for (int v = 0; v < nv; v++) /* acc += a.lo b.lo + a.hi b.hi */
-                acc[r][v] = _mm512_dpbf16_ps(acc[r][v], (__m512bh)a, (__m512bh)b[v]);
+            /* A(r, p) = (a[2p], a[2p + 1]) in every lane; acc += a.lo b.lo + a.hi b.hi */
+            const __m512i a = bf16_bcast_word(A + (size_t)r * 2 * lda + 2 * p);
+            LM_UNROLL for (int v = 0; v < nv; v++)
+                acc[r][v] = bf16_dot(acc[r][v], a, b[v]);
         }
     }
     LM_UNROLL for (int r = 0; r < mr; r++)
@@ -249,7 +226,7 @@ static void pack_state(const float *S, size_t dk, size_t dv, uint32_t *s2)
     for (size_t c2 = 0; c2 < dk / 2; c2++)
         for (size_t j = 0; j < dv; j += 16)
             _mm512_storeu_si512(s2 + c2 * dv + j,
-                                pair_ps(_mm512_loadu_ps(S + 2 * c2 * dv + j),
+                                bf16_pair_ps(_mm512_loadu_ps(S + 2 * c2 * dv + j),
                                         _mm512_loadu_ps(S + (2 * c2 + 1) * dv + j)));
 }
 
@@ -259,7 +236,7 @@ static void pack_values(const uint16_t *v, size_t n, size_t dv, uint32_t *vp2)
     for (size_t p = 0; 2 * p < n; p++) {
         const uint16_t *lo = v + 2 * p * dv, *hi = 2 * p + 1 < n ? lo + dv : NULL;
         for (size_t j = 0; j < dv; j += 16)
-            _mm512_storeu_si512(vp2 + p * dv + j, pair_rows(lo + j, hi != NULL ? hi + j : NULL));
+            _mm512_storeu_si512(vp2 + p * dv + j, bf16_pair_rows(lo + j, hi != NULL ? hi + j : NULL));
     }
 }
 
@@ -275,7 +252,7 @@ static void pack_keys_t(const float *kr, size_t n, size_t dk, size_t cp, uint32_
         uint32_t *w = scratch + p * dk;
         size_t c = 0;
         for (; c + 16 <= dk; c += 16)
-            _mm512_storeu_si512(w + c, pair_ps(_mm512_loadu_ps(lo + c),
+            _mm512_storeu_si512(w + c, bf16_pair_ps(_mm512_loadu_ps(lo + c),
                                                hi != NULL ? _mm512_loadu_ps(hi + c)
                                                           : _mm512_setzero_ps()));
         for (; c < dk; c++)
