@@ -242,6 +242,20 @@ lm_status lm_kcase_scan_affine(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops,
     return lm_kcase_store_f32(status, out->values, hf, T * W);
 }
 
+/* p's float32 q, k, v rounded to bfloat16 copies (case-owned), dtype BF16; the bf16 slot
+ * reads only those. */
+static lm_status linear_to_bf16(lm_kcase *kcase, lm_linear_f32 *p, lm_error *err)
+{
+    const size_t nk = p->heads * p->length * p->d_key, nv = p->heads * p->length * p->d_value;
+    if ((p->q16 = to_bf16_copy(kcase, p->q, nk)) == NULL ||
+        (p->k16 = to_bf16_copy(kcase, p->k, nk)) == NULL ||
+        (p->v16 = to_bf16_copy(kcase, p->v, nv)) == NULL)
+        return no_memory(kcase, err);
+    p->dtype = LM_KV_BF16;
+    p->q = p->k = p->v = NULL;
+    return LM_OK;
+}
+
 /* ---- linear_attention -----------------------------------------------------------------------
  * Recipe, shape {heads H, length L, d_key dk, d_value dv}, with r = 1 / sqrt(dk):
  *   q = standard_normal((H, L, dk)) * r; k = standard_normal((H, L, dk)) * r;
@@ -256,23 +270,6 @@ lm_status lm_kcase_scan_affine(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops,
  * dtype f32 rounds every array to float32; dtype bf16 (chunked form only: slot
  * linear_chunked_bf16) rounds q, k, v to float32 then bfloat16, the rest to float32.
  * Output: y {H, L, dv}, then s_final {H, dk, dv}, then z_final {H, dk}. */
-/* p's float32 q, k, v rounded to bfloat16 copies (case-owned), dtype BF16. */
-static lm_status linear_to_bf16(lm_kcase *kcase, lm_linear_f32 *p, lm_error *err)
-{
-    const size_t nk = p->heads * p->length * p->d_key, nv = p->heads * p->length * p->d_value;
-    uint16_t *q = lm_kcase_alloc(kcase, nk, sizeof *q), *k = lm_kcase_alloc(kcase, nk, sizeof *k);
-    uint16_t *v = lm_kcase_alloc(kcase, nv, sizeof *v);
-    if (q == NULL || k == NULL || v == NULL)
-        return no_memory(kcase, err);
-    lm_kv_store(LM_KV_BF16, p->q, q, nk);
-    lm_kv_store(LM_KV_BF16, p->k, k, nk);
-    lm_kv_store(LM_KV_BF16, p->v, v, nv);
-    p->dtype = LM_KV_BF16;
-    p->q16 = q, p->k16 = k, p->v16 = v;
-    p->q = p->k = p->v = NULL; /* the bf16 slot reads only the bfloat16 copies */
-    return LM_OK;
-}
-
 static lm_status run_linear(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
                             lm_error *err)
 {

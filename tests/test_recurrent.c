@@ -635,7 +635,7 @@ Test(recurrent, linear_rejects_bad_input)
 /* ---- linear attention with bfloat16 inputs (slot linear_chunked_bf16) ----------------------
  * q, k, v rounded to bfloat16, the float64 oracle run on the rounded values. The bound is
  * the contract's (scripts/kcases/recurrent.py): the float32 rule plus LM_LINEAR_BF16_RTOL
- * (3 x 2^-9 + 2^-15) of the absolute-value scale, which is the oracle run on |v| and |s0|
+ * (3 x 2^-8 + 2^-14) of the absolute-value scale, which is the oracle run on |v| and |s0|
  * (phi(q), phi(k) and the decays are positive; identity: on |q|, |k| too), plus |y| for
  * the normalized form. Paths without BF16 dot products, and the avx512bf16 path where it
  * widens, must also equal the f32 slot on the widened inputs bit for bit. */

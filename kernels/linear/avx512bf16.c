@@ -16,14 +16,15 @@
  *   carry    S = b_C S + (phi(k) * ratio)^T v, summed over s: kt2 {dk, Cp / 2} words of the
  *            scaled keys rounded, vp2 as above.
  * The state S, the normalizer z and the denominators (from the float32 scores and phi(q))
- * stay float32. Error bound (first order, each bfloat16 rounding relative <= 2^-9, inputs
+ * stay float32. Error bound (first order, each bfloat16 rounding relative <= 2^-8: 8
+ * significant bits; inputs
  * exact): a score carries the roundings of phi(q) and phi(k) (identity: none) and its own
- * as an operand of the intra product, 3 x 2^-9 of its |terms|; a readout term the rounding
- * of phi(q), of the state operand, and the state's own error, which is at most 2^-9 of its
+ * as an operand of the intra product, 3 x 2^-8 of its |terms|; a readout term the rounding
+ * of phi(q), of the state operand, and the state's own error, which is at most 2^-8 of its
  * absolute-value recurrence (one rounding of each scaled key it summed); so every term of y
- * and of the numerator and denominator of the normalized form is within 3 x 2^-9 of its
- * absolute value, and s_final within 2^-9: |error| <= 3 x 2^-9 scale + the float32 rule
- * (LM_LINEAR_BF16_RTOL adds 2^-15 for the products of two roundings). A channel gate, an
+ * and of the numerator and denominator of the normalized form is within 3 x 2^-8 of its
+ * absolute value, and s_final within 2^-8: |error| <= 3 x 2^-8 scale + the float32 rule
+ * (LM_LINEAR_BF16_RTOL adds 2^-14 for the products of roundings, 3 x 2^-16 + 2^-24). A channel gate, an
  * odd d_key or a d_value not a multiple of 16 widen instead (widen_bf16.h over this ISA's
  * f32 kernel). */
 #if !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512BF16__)
