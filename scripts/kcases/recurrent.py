@@ -469,7 +469,8 @@ CASES = [
     # bf16 q, k, v (slot linear_chunked_bf16: BF16 dot products on avx512bf16, widened to
     # float32 elsewhere): the lesson's normalized form, additive with and without a scalar
     # gate, a partial last chunk; then the shapes that widen on avx512bf16 too (odd d_key,
-    # d_value not a multiple of 16, a channel gate) and a NaN in k
+    # d_value not a multiple of 16, a channel gate), a NaN in k, and the recurrent form
+    # (bf16 is chunked only)
     _linear(2, 77, 64, 64, 34101, dtype="bf16", s0=True, chunk=32, **NORM),
     _linear(2, 70, 32, 48, 34102, dtype="bf16", gate="scalar", s0=True, chunk=16),
     _linear(1, 100, 128, 128, 34103, dtype="bf16", chunk=64),
@@ -479,6 +480,8 @@ CASES = [
     _linear(2, 33, 16, 16, 34107, dtype="bf16", gate="channel", s0=True, chunk=16, **NORM),
     _linear(1, 8, 4, 4, 34108, dtype="bf16", chunk=4, poison="k", tag=".nan_k",
             expect_status="non-finite", mention="k"),
+    _linear(1, 8, 4, 4, 34109, dtype="bf16", tag=".recurrent", expect_status="argument",
+            mention="chunked only"),
     # Mamba-2 SSD: N = 64 and 128 (and odd), groups shared by heads, recurrent, chunked
     # (1, uneven, > L) and decode, a = 0 head
     _ssd(1, 37, 2, 8, 1, 64, 35001, extras=True),
