@@ -415,11 +415,14 @@ const lm_bench_case lm_bench_scan_affine = {
 /* ---- chunked linear attention (kernels/linear): the lesson's phi = elu + 1, normalized,
  * no gate; heads x head_dim as the attention cases (d_key = d_value = head_dim). The check
  * runs the float64 oracle on the first and the last head ({H, L, d} keeps a head
- * contiguous). */
+ * contiguous). dtype bf16 (linear_chunked only): q, k, v drawn in float32, rounded to
+ * bfloat16 (q16, k16, v16, what the kernel reads) and the float32 arrays overwritten by the
+ * rounded values (what the check's oracle reads). */
 
 typedef struct linear_state {
     lm_linear_f32 p;
     float *q, *k, *v, *y;
+    uint16_t *q16, *k16, *v16;
     size_t chunk;
     bool chunked; /* linear_chunked; false: linear_recurrent (chunk unused) */
 } linear_state;
@@ -430,6 +433,7 @@ static void linear_teardown(void *state)
     if (s == NULL)
         return;
     lm_free(s->q), lm_free(s->k), lm_free(s->v), lm_free(s->y);
+    lm_free(s->q16), lm_free(s->k16), lm_free(s->v16);
     free(s);
 }
 
@@ -459,6 +463,18 @@ static lm_status linear_setup_form(const lm_bench_config *cfg, bool chunked, voi
                            .feature = LM_LINEAR_ELU1, .normalize = true,
                            .gate_kind = LM_LINEAR_GATE_NONE, .q = s->q, .k = s->k, .v = s->v,
                            .y = s->y};
+    if (strcmp(cfg->dtype, "bf16") == 0) {
+        s->q16 = lm_bench_round_bf16(s->q, h * l * d);
+        s->k16 = lm_bench_round_bf16(s->k, h * l * d);
+        s->v16 = lm_bench_round_bf16(s->v, h * l * d);
+        if (s->q16 == NULL || s->k16 == NULL || s->v16 == NULL) {
+            linear_teardown(s);
+            return lm_fail(err, LM_ERR_NOMEM, "cannot allocate a bf16 linear attention of %ld "
+                           "tokens", cfg->n_ctx);
+        }
+        s->p.dtype = LM_KV_BF16;
+        s->p.q16 = s->q16, s->p.k16 = s->k16, s->p.v16 = s->v16;
+    }
     *state = s;
     return LM_OK;
 }
@@ -510,15 +526,6 @@ static lm_status check_end_heads_within(const char *name, const float *y, size_t
     return LM_OK;
 }
 
-/* check_end_heads_within at relative tolerance 1e-3 (of max |y|). */
-static lm_status check_end_heads(const char *name, const float *y, size_t heads,
-                                 size_t per_head, head_oracle oracle, const void *params,
-                                 double *checksum, double *err_max, lm_error *err)
-{
-    return check_end_heads_within(name, y, heads, per_head, oracle, params, 1e-3, checksum,
-                                  err_max, err);
-}
-
 static lm_status linear_head_f64(const void *params, size_t head, double *y, lm_error *err)
 {
     const lm_linear_f32 *p = params;
@@ -544,8 +551,14 @@ static lm_status linear_check(void *state, const lm_ops *ops, double *checksum,
     (void)ops;
     linear_state *s = state;
     const lm_linear_f32 *p = &s->p;
-    return check_end_heads(s->chunked ? "linear_chunked" : "linear_recurrent", s->y, p->heads,
-                           p->length * p->d_key, linear_head_f64, p, checksum, err_max, err);
+    /* bf16: the BF16-dot path rounds phi(q), phi(k), the weights, the scaled keys and the
+     * state operand (error <= 3 x 2^-8 of the absolute-value scale, which for these
+     * normalized rows is about mean |v|, several times max |y|); a sanity bound for gross
+     * errors, the contract cases hold the precise one */
+    const double tolerance = p->dtype == LM_KV_BF16 ? 5e-2 : 1e-3;
+    return check_end_heads_within(s->chunked ? "linear_chunked" : "linear_recurrent", s->y,
+                                  p->heads, p->length * p->d_key, linear_head_f64, p,
+                                  tolerance, checksum, err_max, err);
 }
 
 static void linear_cost(const lm_bench_config *c, double *flops, double *bytes)
@@ -555,14 +568,16 @@ static void linear_cost(const lm_bench_config *c, double *flops, double *bytes)
     /* per token: the state update k v^T and the readout S^T q (2 d^2 each), and the causal
      * half of the intra-chunk scores and weighted values (chunk d each) */
     *flops = h * l * (4.0 * d * d + 2.0 * chunk * d);
-    *bytes = 4.0 * h * l * 4.0 * d; /* q, k, v read; y written */
+    const double in = strcmp(c->dtype, "bf16") == 0 ? 2.0 : 4.0; /* q, k, v element bytes */
+    *bytes = (3.0 * in + 4.0) * h * l * d; /* q, k, v read; y written */
 }
 
 const lm_bench_case lm_bench_linear_chunked = {
     .name = "linear_chunked",
-    .summary = "chunked linear attention, phi = elu + 1, normalized (the lesson's form)",
+    .summary = "chunked linear attention, phi = elu + 1, normalized (the lesson's form; "
+               "bf16: BF16 dot products where the CPU has them)",
     .role = "prefill_linear",
-    .dtypes = "f32",
+    .dtypes = "f32,bf16",
     .uses = LM_BENCH_USES_CTX | LM_BENCH_USES_HEADS | LM_BENCH_USES_CHUNK,
     .defaults = {.dtype = "f32", .bits = 32, .n_ctx = 1024, .chunk = 64, .heads = 32,
                  .kv_heads = 32, .head_dim = 128, .batch = 1},

@@ -242,6 +242,20 @@ lm_status lm_kcase_scan_affine(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops,
     return lm_kcase_store_f32(status, out->values, hf, T * W);
 }
 
+/* p's float32 q, k, v rounded to bfloat16 copies (case-owned), dtype BF16; the bf16 slot
+ * reads only those. */
+static lm_status linear_to_bf16(lm_kcase *kcase, lm_linear_f32 *p, lm_error *err)
+{
+    const size_t nk = p->heads * p->length * p->d_key, nv = p->heads * p->length * p->d_value;
+    if ((p->q16 = to_bf16_copy(kcase, p->q, nk)) == NULL ||
+        (p->k16 = to_bf16_copy(kcase, p->k, nk)) == NULL ||
+        (p->v16 = to_bf16_copy(kcase, p->v, nv)) == NULL)
+        return no_memory(kcase, err);
+    p->dtype = LM_KV_BF16;
+    p->q = p->k = p->v = NULL;
+    return LM_OK;
+}
+
 /* ---- linear_attention -----------------------------------------------------------------------
  * Recipe, shape {heads H, length L, d_key dk, d_value dv}, with r = 1 / sqrt(dk):
  *   q = standard_normal((H, L, dk)) * r; k = standard_normal((H, L, dk)) * r;
@@ -251,14 +265,17 @@ lm_status lm_kcase_scan_affine(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops,
  * Options: feature "identity" | "elu1" (default identity), normalize (boolean), gate
  * "none" | "scalar" | "channel" (default none), s0 (boolean: start from s0 and z0),
  * chunk (integer: the chunked kernel with that chunk; absent: the recurrent kernel), and
- * gate_value (number: overwrites gate[0] for bad-input cases).
+ * gate_value (number: overwrites gate[0] for bad-input cases), poison ("q" or "k": its
+ * element 0 = NaN, a bad-input case).
+ * dtype f32 rounds every array to float32; dtype bf16 (chunked form only: slot
+ * linear_chunked_bf16) rounds q, k, v to float32 then bfloat16, the rest to float32.
  * Output: y {H, L, dv}, then s_final {H, dk, dv}, then z_final {H, dk}. */
 static lm_status run_linear(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_kout *out,
                             lm_error *err)
 {
-    static const char *const dtypes[] = {"f32", "f64", NULL};
+    static const char *const dtypes[] = {"f32", "bf16", "f64", NULL};
     static const char *const options[] = {"feature", "normalize", "gate", "s0", "chunk",
-                                          "gate_value", NULL};
+                                          "gate_value", "poison", NULL};
     size_t H, L, dk, dv;
     const char *feature_name, *gate_name;
     bool normalize, use_s0;
@@ -299,6 +316,12 @@ static lm_status run_linear(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_
                        "channel", kcase->id);
     if (chunk < -1)
         return lm_fail(err, LM_ERR_SCHEMA, "case %s: options.chunk must be >= 0", kcase->id);
+    const char *poison_name;
+    if ((status = lm_kcase_opt_string(kcase, "poison", "", &poison_name, err)) != LM_OK)
+        return status;
+    if (*poison_name != '\0' && strcmp(poison_name, "q") != 0 && strcmp(poison_name, "k") != 0)
+        return lm_fail(err, LM_ERR_SCHEMA, "case %s: options.poison must be q or k", kcase->id);
+    const bool bf16 = strcmp(kcase->dtype, "bf16") == 0;
     const size_t C = chunk < 1 ? 1 : (size_t)chunk < L ? (size_t)chunk : L; /* the kernel's */
     /* q, k {H, L, dk}; v and y {H, L, dv}; the gate; s0 and s_final {H, dk, dv}; z0 and
      * z_final {H, dk}; per thread, the chunk's workspace (state, C x dk tiles, C x C scores,
@@ -315,6 +338,11 @@ static lm_status run_linear(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_
                                                     LM_PRODUCT(C + 16, 4 * dk + C + 96)),
                                sizeof(float));
     lm_budget_add(&budget, LM_PRODUCT(dk, dv + 3), sizeof(double));
+    if (bf16) { /* q, k, v in bfloat16 too; the widened chunk and state per thread */
+        lm_budget_add(&budget, LM_PRODUCT(H, L, 2 * dk + dv), sizeof(uint16_t));
+        lm_kcase_budget_per_thread(&budget, LM_PRODUCT(C + 16, 2 * dk + dv + 48),
+                                   sizeof(float));
+    }
     if ((status = lm_kcase_reserve(kcase, &budget, err)) != LM_OK)
         return status;
     const double r = 1.0 / sqrt((double)dk);
@@ -335,6 +363,8 @@ static lm_status run_linear(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_
         s0[i] *= 0.5;
     if (gate_value >= 0.0)
         g[0] = gate_value;
+    if (strcmp(poison_name, "q") == 0 || strcmp(poison_name, "k") == 0)
+        (poison_name[0] == 'q' ? q : k)[0] = (double)NAN;
     const size_t ny = H * L * dv, ns = H * dk * dv, nz = H * dk;
     if ((status = lm_kcase_output(kcase, ny + ns + nz, out, err)) != LM_OK)
         return status;
@@ -350,9 +380,12 @@ static lm_status run_linear(lm_kcase *kcase, lm_rng *rng, const lm_ops *ops, lm_
                        to_f32(kcase, v, H * L * dv), gate_kind ? to_f32(kcase, g, gn) : NULL,
                        use_s0 ? to_f32(kcase, s0, ns) : NULL,
                        use_s0 ? to_f32(kcase, z0, nz) : NULL, res,
-                       res ? res + ny : NULL, res ? res + ny + ns : NULL, NULL};
+                       res ? res + ny : NULL, res ? res + ny + ns : NULL, NULL, LM_KV_F32,
+                       NULL, NULL, NULL};
     if (!res || !p.q || !p.k || !p.v || (gate_kind && !p.gate) || (use_s0 && (!p.s0 || !p.z0)))
         return no_memory(kcase, err);
+    if (bf16 && (status = linear_to_bf16(kcase, &p, err)) != LM_OK)
+        return status;
     const bool chunked = chunk >= 0;
     status = lm_linear_attention_f32(&p, chunked, chunked ? (size_t)chunk : 0, ops, err);
     return lm_kcase_store_f32(status, out->values, res, out->count);

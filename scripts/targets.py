@@ -316,7 +316,8 @@ def recurrent(rows, t):
         frac, note = fma_frac(rows, best)
         t.add(name, f"{100 * frac:.0f} % (chunk {best['chunk']}){note}", frac >= 0.4)
     for th in (1, 2):
-        lin = pick(rows, kernel="linear_chunked", n_ctx=8192, threads=th)
+        lin = pick(rows, kernel="linear_chunked", dtype="f32", n_ctx=8192,
+                   threads=th)
         best = max(lin, key=lambda r: f(r, "gflops"), default=None)
         name = f"linear attention chunked, {th} thread(s): >= 40 % of peak FMA (best chunk)"
         if best is None:

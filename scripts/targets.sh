@@ -58,7 +58,7 @@ sweep mamba1 --kernel mamba1_scan --ctx 4096 --d-inner 2048 --d-state 16 --disc 
     --threads 1,2 --reps 9
 sweep ssd --kernel ssd_chunked,ssd_recurrent --dtype f32,bf16 --ctx 4096 --d-inner 2048 --d-state 128 \
     --chunk 32,64 --threads 1,2 --reps 5
-sweep linear --kernel linear_chunked --ctx 8192 --heads 32 --head-dim 128 \
+sweep linear --kernel linear_chunked --dtype f32,bf16 --ctx 8192 --heads 32 --head-dim 128 \
     --chunk 32,64,128,256 --threads 1,2 --reps 3
 sweep delta --kernel delta_chunked,delta_recurrent --dtype f32,bf16 --ctx 4096 --heads 32 \
     --head-dim 128 --chunk 16,32,64 --threads 1,2 --reps 3

@@ -550,7 +550,8 @@ static void check_linear_case(const linear_case *c, uint64_t seed)
             memset(y.f, 0, y.n * sizeof(float));
             lm_linear_f32 pf = {H, L, dk, dv, c->feature, c->normalize, c->gate, q.f, k.f, v.f,
                                 c->gate ? g.f : NULL, c->s0 ? s0.f : NULL,
-                                c->s0 ? z0.f : NULL, y.f, sf.f, zf.f, NULL};
+                                c->s0 ? z0.f : NULL, y.f, sf.f, zf.f, NULL, LM_KV_F32,
+                                NULL, NULL, NULL};
             cr_assert_eq(lm_linear_attention_f32(&pf, chunk != 0, chunk, ops, &err),
                          LM_OK, "%s", err.message);
             const double ey = max_err(&y), es = max_err(&sf);
@@ -617,7 +618,7 @@ Test(recurrent, linear_rejects_bad_input)
     float q[4] = {1, 1, 1, 1}, k[4] = {1, 1, 1, 1}, v[4] = {1, 1, 1, 1}, g[2] = {0.5f, 1.5f};
     float y[4];
     lm_linear_f32 p = {1, 2, 2, 2, LM_LINEAR_IDENTITY, false, LM_LINEAR_GATE_SCALAR, q, k, v,
-                       g, NULL, NULL, y, NULL, NULL, NULL};
+                       g, NULL, NULL, y, NULL, NULL, NULL, LM_KV_F32, NULL, NULL, NULL};
     lm_error err;
     cr_assert_eq(lm_linear_attention_f32(&p, true, 4, lm_ops_active(), &err), LM_ERR_DOMAIN);
     cr_assert(strstr(err.message, "gate must lie in (0, 1]") != NULL, "%s", err.message);
@@ -629,6 +630,177 @@ Test(recurrent, linear_rejects_bad_input)
     p.normalize = false;
     p.length = 0;
     cr_assert_eq(lm_linear_attention_f32(&p, false, 0, lm_ops_active(), &err), LM_ERR_SHAPE);
+}
+
+/* ---- linear attention with bfloat16 inputs (slot linear_chunked_bf16) ----------------------
+ * q, k, v rounded to bfloat16, the float64 oracle run on the rounded values. The bound is
+ * the contract's (scripts/kcases/recurrent.py): the float32 rule plus LM_LINEAR_BF16_RTOL
+ * (3 x 2^-8 + 2^-14) of the absolute-value scale, which is the oracle run on |v| and |s0|
+ * (phi(q), phi(k) and the decays are positive; identity: on |q|, |k| too), plus |y| for
+ * the normalized form. Paths without BF16 dot products, and the avx512bf16 path where it
+ * widens, must also equal the f32 slot on the widened inputs bit for bit. */
+typedef struct linear_bf16_case {
+    size_t H, L, dk, dv;
+    lm_linear_feature feature;
+    bool normalize;
+    lm_linear_gate gate;
+    bool s0;
+} linear_bf16_case;
+
+/* out {n} = the float64 oracle of c on q, k (|.| for the identity feature), |v|, |s0|
+ * (s_final into sf {H dk dv}); normalized: + |y| */
+static void linear_abs_scale(const linear_bf16_case *c, const lm_linear_f64 *p, double *ys,
+                             double *sf, const double *y)
+{
+    const size_t nk = c->H * c->L * c->dk, nv = c->H * c->L * c->dv, ns = c->H * c->dk * c->dv;
+    double *qa = malloc(nk * sizeof *qa), *ka = malloc(nk * sizeof *ka);
+    double *va = malloc(nv * sizeof *va), *sa = malloc(ns * sizeof *sa);
+    for (size_t i = 0; i < nk; i++) {
+        qa[i] = c->feature == LM_LINEAR_IDENTITY ? fabs(p->q[i]) : p->q[i];
+        ka[i] = c->feature == LM_LINEAR_IDENTITY ? fabs(p->k[i]) : p->k[i];
+    }
+    for (size_t i = 0; i < nv; i++)
+        va[i] = fabs(p->v[i]);
+    for (size_t i = 0; p->s0 != NULL && i < ns; i++)
+        sa[i] = fabs(p->s0[i]);
+    lm_linear_f64 a = *p;
+    a.q = qa, a.k = ka, a.v = va, a.s0 = p->s0 != NULL ? sa : NULL;
+    a.y = ys, a.s_final = sf, a.z_final = NULL;
+    lm_error err;
+    cr_assert_eq(lm_linear_gated_f64_ref(&a, &err), LM_OK, "%s", err.message);
+    for (size_t i = 0; c->normalize && i < nv; i++)
+        ys[i] += fabs(y[i]);
+    free(qa), free(ka), free(va), free(sa);
+}
+
+/* max over i of |got[i] - want[i]| / (1e-30 + rtol scale[i]) */
+static double worst_ratio(const float *got, const double *want, const double *scale, size_t n,
+                          double rtol)
+{
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double e = fabs((double)got[i] - want[i]);
+        cr_assert(e == e, "NaN at %zu", i);
+        const double r = e / (1e-30 + rtol * scale[i]);
+        worst = r > worst ? r : worst;
+    }
+    return worst;
+}
+
+static void check_linear_bf16_case(const linear_bf16_case *c, uint64_t seed)
+{
+    const size_t H = c->H, L = c->L, dk = c->dk, dv = c->dv;
+    const size_t nk = H * L * dk, nv = H * L * dv, ns = H * dk * dv, nz = H * dk;
+    const size_t gn = c->gate == LM_LINEAR_GATE_CHANNEL ? nk : H * L;
+    lm_rng rng;
+    lm_rng_seed(&rng, seed);
+    uint16_t *x16 = malloc((2 * nk + nv) * sizeof *x16);
+    float *x = malloc((2 * nk + nv) * sizeof *x), *gf = malloc(gn * sizeof *gf);
+    float *s0f = malloc(ns * sizeof *s0f), *z0f = malloc(nz * sizeof *z0f);
+    double *xd = malloc((2 * nk + nv) * sizeof *xd), *gd = malloc(gn * sizeof *gd);
+    double *s0d = malloc(ns * sizeof *s0d), *z0d = malloc(nz * sizeof *z0d);
+    for (size_t i = 0; i < 2 * nk + nv; i++) { /* q, k {H, L, dk}, v {H, L, dv} */
+        const double r = i < 2 * nk ? 1.0 / sqrt((double)dk) : 1.0;
+        x16[i] = lm_bf16_from_f32((float)(lm_rng_standard_normal(&rng) * r));
+        x[i] = lm_f32_from_bf16(x16[i]);
+        xd[i] = (double)x[i];
+    }
+    for (size_t i = 0; i < gn; i++)
+        gd[i] = (double)(gf[i] = (float)lm_rng_uniform(&rng, 0.8, 1.0));
+    for (size_t i = 0; i < ns; i++)
+        s0d[i] = (double)(s0f[i] = (float)(lm_rng_standard_normal(&rng) * 0.5));
+    for (size_t i = 0; i < nz; i++)
+        z0d[i] = (double)(z0f[i] = (float)lm_rng_uniform(&rng, 0.5, 2.0));
+    const size_t nout = nv + ns + nz;
+    double *want = malloc(nout * sizeof *want), *scale = malloc(nout * sizeof *scale);
+    lm_linear_f64 pd = {H, L, dk, dv, c->feature, c->normalize, c->gate, xd, xd + nk,
+                        xd + 2 * nk, c->gate ? gd : NULL, c->s0 ? s0d : NULL,
+                        c->s0 ? z0d : NULL, want, want + nv, want + nv + ns};
+    lm_error err;
+    cr_assert_eq(lm_linear_gated_f64_ref(&pd, &err), LM_OK, "%s", err.message);
+    linear_abs_scale(c, &pd, scale, scale + nv, want);
+    for (size_t i = 0; i < nz; i++) /* z: sums of positive terms (elu1) or of phi(k) */
+        scale[nv + ns + i] = fabs(want[nv + ns + i]) + 1.0;
+    const double f32_rule = (4.0 * sqrt((double)(L + dk)) + 8.0 + 0.25 * (double)L) * 0x1p-24;
+    float *got = malloc(nout * sizeof *got), *ref32 = malloc(nout * sizeof *ref32);
+    static const size_t chunks[] = {7, 16, 64, 1000};
+    const bool pairs = dk % 2 == 0 && dv % 16 == 0 && c->gate != LM_LINEAR_GATE_CHANNEL;
+    for (int isa = 0; isa < LM_ISA_COUNT; isa++) {
+        if (!lm_isa_available((lm_isa)isa))
+            continue;
+        const lm_ops *ops = lm_ops_for((lm_isa)isa);
+        const bool dot = isa == LM_ISA_AVX512BF16 && pairs;
+        for (size_t ci = 0; ci < sizeof chunks / sizeof chunks[0]; ci++) {
+            const size_t chunk = chunks[ci];
+            lm_linear_f32 pb = {.heads = H, .length = L, .d_key = dk, .d_value = dv,
+                                .feature = c->feature, .normalize = c->normalize,
+                                .gate_kind = c->gate, .gate = c->gate ? gf : NULL,
+                                .s0 = c->s0 ? s0f : NULL, .z0 = c->s0 ? z0f : NULL,
+                                .y = got, .s_final = got + nv, .z_final = got + nv + ns,
+                                .dtype = LM_KV_BF16, .q16 = x16, .k16 = x16 + nk,
+                                .v16 = x16 + 2 * nk};
+            cr_assert_eq(lm_linear_attention_f32(&pb, true, chunk, ops, &err), LM_OK, "%s",
+                         err.message);
+            lm_linear_f32 pf = pb;
+            pf.dtype = LM_KV_F32, pf.q = x, pf.k = x + nk, pf.v = x + 2 * nk;
+            pf.y = ref32, pf.s_final = ref32 + nv, pf.z_final = ref32 + nv + ns;
+            cr_assert_eq(lm_linear_attention_f32(&pf, true, chunk, ops, &err), LM_OK, "%s",
+                         err.message);
+            const double worst = worst_ratio(got, want, scale, nout, f32_rule + LM_LINEAR_BF16_RTOL);
+            const double worst_f32 = worst_ratio(got, want, scale, nout, f32_rule);
+            cr_log_info("linear bf16 isa=%s H=%zu L=%zu dk=%zu dv=%zu feature=%d norm=%d "
+                        "gate=%d chunk=%zu dot=%d: max err / bound %.3f (/ f32 rule %.2f)",
+                        lm_isa_name((lm_isa)isa), H, L, dk, dv, c->feature, c->normalize,
+                        c->gate, chunk, (int)dot, worst, worst_f32);
+            cr_assert(worst <= 1.0, "isa %s dk=%zu dv=%zu chunk=%zu: error %.3f of the bound",
+                      lm_isa_name((lm_isa)isa), dk, dv, chunk, worst);
+            if (!dot)
+                cr_assert(memcmp(got, ref32, nout * sizeof *got) == 0,
+                          "isa %s dk=%zu dv=%zu chunk=%zu: the widening bf16 slot equals the "
+                          "f32 one", lm_isa_name((lm_isa)isa), dk, dv, chunk);
+        }
+    }
+    free(x16), free(x), free(gf), free(s0f), free(z0f), free(xd), free(gd), free(s0d),
+        free(z0d), free(want), free(scale), free(got), free(ref32);
+}
+
+Test(recurrent, linear_bf16_matches_oracle_on_rounded_inputs_every_path)
+{
+    static const linear_bf16_case cases[] = {
+        {2, 77, 64, 64, LM_LINEAR_ELU1, true, LM_LINEAR_GATE_NONE, true},
+        {2, 70, 32, 48, LM_LINEAR_IDENTITY, false, LM_LINEAR_GATE_SCALAR, true},
+        {1, 45, 16, 32, LM_LINEAR_ELU1, false, LM_LINEAR_GATE_SCALAR, false},
+        {1, 40, 128, 128, LM_LINEAR_IDENTITY, false, LM_LINEAR_GATE_NONE, false},
+        {1, 37, 17, 32, LM_LINEAR_IDENTITY, false, LM_LINEAR_GATE_NONE, true}, /* odd dk */
+        {1, 30, 16, 20, LM_LINEAR_ELU1, true, LM_LINEAR_GATE_SCALAR, true},     /* dv % 16 */
+        {2, 33, 16, 16, LM_LINEAR_ELU1, true, LM_LINEAR_GATE_CHANNEL, true},    /* channel */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        check_linear_bf16_case(&cases[i], 4100 + i);
+}
+
+Test(recurrent, linear_bf16_rejects_bad_input)
+{
+    uint16_t q[4] = {0x3f80, 0x3f80, 0x3f80, 0x3f80}, k[4] = {0x3f80, 0x3f80, 0x7fc0, 0x3f80};
+    uint16_t v[4] = {0x3f80, 0x3f80, 0x3f80, 0x3f80};
+    float y[4];
+    lm_linear_f32 p = {.heads = 1, .length = 2, .d_key = 2, .d_value = 2,
+                       .feature = LM_LINEAR_IDENTITY, .y = y, .dtype = LM_KV_BF16, .q16 = q,
+                       .k16 = k, .v16 = v};
+    lm_error err;
+    cr_assert_eq(lm_linear_attention_f32(&p, true, 4, lm_ops_active(), &err), LM_ERR_NONFINITE);
+    cr_assert(strstr(err.message, "k must contain only finite values") != NULL, "%s",
+              err.message);
+    k[2] = 0x3f80;
+    cr_assert_eq(lm_linear_attention_f32(&p, true, 4, lm_ops_active(), &err), LM_OK, "%s",
+                 err.message);
+    cr_assert_eq(lm_linear_attention_f32(&p, false, 0, lm_ops_active(), &err), LM_ERR_ARG);
+    cr_assert(strstr(err.message, "chunked only") != NULL, "%s", err.message);
+    p.v16 = NULL;
+    cr_assert_eq(lm_linear_attention_f32(&p, true, 4, lm_ops_active(), &err), LM_ERR_SHAPE);
+    p.v16 = v;
+    p.dtype = LM_KV_F16;
+    cr_assert_eq(lm_linear_attention_f32(&p, true, 4, lm_ops_active(), &err), LM_ERR_ARG);
 }
 
 /* ---- Mamba-2 SSD ---------------------------------------------------------------------------- */

@@ -40,6 +40,7 @@
     X(scan_affine_reduce_f32, scan_affine, lm_scan_affine_reduce_fn, scan, ALL)           \
     X(linear_recurrent_f32, linear_recurrent, lm_linear_head_fn, linear, ALL)             \
     X(linear_chunked_f32, linear_chunked, lm_linear_head_fn, linear, ALL)                 \
+    X(linear_chunked_bf16, linear_chunked, lm_linear_head_fn, linear, ALL_BF16)           \
     X(gemm_acc_f32, linear_chunked, lm_gemm_acc_fn, linear, ALL)                          \
     X(delta_recurrent_f32, delta_recurrent, lm_delta_head_fn, delta, ALL)                 \
     X(delta_chunked_f32, delta_chunked, lm_delta_head_fn, delta, ALL)                     \

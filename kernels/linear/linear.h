@@ -5,6 +5,7 @@
 
 #include "lm_core.h"
 #include "lm_ops.h"
+#include "../attention/attention.h" /* lm_kv_dtype */
 
 #include <stddef.h>
 
@@ -112,6 +113,12 @@ typedef struct lm_linear_f32 {
      * gate_kind is LM_LINEAR_GATE_SCALAR and gate is NULL): the SSD form, where
      * log a_t = delta_t * A can be far below the float32 exp range. */
     const float *log_gate;
+    /* The inputs' type: LM_KV_F32 (a zeroed struct) reads q, k, v; LM_KV_BF16 reads q16,
+     * k16, v16 instead (bfloat16, same shapes; chunked form only, slot linear_chunked_bf16).
+     * Gates, states and outputs stay float32 either way. */
+    lm_kv_dtype dtype;
+    const uint16_t *q16, *k16; /* {H, L, d_key} bfloat16 */
+    const uint16_t *v16;       /* {H, L, d_value} bfloat16 */
 } lm_linear_f32;
 
 /* Float64 oracle, token by token. Errors: LM_ERR_SHAPE (a size 0, NULL q/k/v/y, a gate
@@ -121,8 +128,29 @@ typedef struct lm_linear_f32 {
  * "normalize needs feature elu1"). */
 lm_status lm_linear_gated_f64_ref(const lm_linear_f64 *p, lm_error *err);
 
-/* Floats of workspace one head of the chunked kernel needs at chunk size `chunk`. */
+/* Floats of workspace one head of the chunked kernel needs at chunk size `chunk` (for
+ * dtype bf16 also the widened chunk or the bfloat16 pair layouts, whichever is larger). */
 size_t lm_linear_chunk_work_floats(const lm_linear_f32 *p, size_t chunk);
+
+/* Floats of the f32 chunked kernel's own workspace (lm_linear_chunk_work_floats of a float32
+ * problem); the bf16 slot's widening paths put theirs after it. */
+size_t lm_linear_chunk_work_floats_f32(const lm_linear_f32 *p, size_t chunk);
+
+/* Floats of the avx512bf16 kernel's pair layouts at d_key dk, d_value dv, chunk C. */
+size_t lm_linear_bf16_pair_floats(size_t dk, size_t dv, size_t C);
+
+/* The bf16 slot (linear_chunked_bf16): bfloat16 q16, k16, v16, float32 sums. Paths without
+ * BF16 dot products widen one chunk of q, k, v at a time to float32 and run that path's f32
+ * chunked kernel on it, the state carried in the workspace: bit for bit the f32 slot on the
+ * widened inputs. On avx512bf16 the chunk's four products (scores phi(q) phi(k)^T, the
+ * readout phi(q) S, the masked weights times v, the carry (phi(k) ratio)^T v) run on
+ * VDPBF16PS with float32 sums, their operands packed as bfloat16 pairs along the summed
+ * index; phi(q), phi(k) (elu1), the decayed scores, the scaled keys and the state are
+ * rounded to bfloat16 only as operands (the state, z and the normalizer stay float32).
+ * Error above the float32 rule <= 3 * 2^-8 (first order) of the absolute-value scale
+ * (docs/kernels.md, "bf16 linear attention"). It widens instead for a channel gate, an odd
+ * d_key or a d_value not a multiple of 16. */
+#define LM_LINEAR_BF16_RTOL (3.0 / 256.0 + 1.0 / 16384.0)
 
 /* Fast kernels, one head (slots linear_recurrent_f32 and linear_chunked_f32 of
  * lm_kernels.h): recurrent (chunk ignored, work unused) or chunked; work holds
@@ -134,9 +162,10 @@ size_t lm_linear_chunk_work_floats(const lm_linear_f32 *p, size_t chunk);
  * Slot gemm_acc_f32 of lm_kernels.h. */
 
 /* The operator: validates (sizes, arrays, normalize needs elu1, chunk > 0 when chunked,
- * gates in (0, 1]: LM_ERR_DOMAIN), then runs the linear_chunked_f32 (chunked) or
- * linear_recurrent_f32 kernel of `ops` over the heads with OpenMP, one workspace per
- * thread. */
+ * gates in (0, 1]: LM_ERR_DOMAIN; dtype f32 or bf16, bf16 only chunked: LM_ERR_ARG; NaN or
+ * Inf in q16, k16 or v16: LM_ERR_NONFINITE), then runs the linear_chunked_f32 or
+ * linear_chunked_bf16 (chunked, by dtype) or linear_recurrent_f32 kernel of `ops` over the
+ * heads with OpenMP, one workspace per thread. */
 lm_status lm_linear_attention_f32(const lm_linear_f32 *p, bool chunked, size_t chunk,
                                   const lm_ops *ops, lm_error *err);
 

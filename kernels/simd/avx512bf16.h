@@ -2,7 +2,8 @@
  * a[2i+1] b[2i+1] of two vectors of 32 bfloat16; a product of two bfloat16 is exact in
  * float32). A dot product pairs neighbours along the summed index, so each operand is
  * held in pairs of that index, one 32-bit word per pair: the kernels that use these
- * (attention prefill, chunked SSD) pack their operands so. Needs -mavx512bf16. */
+ * (attention prefill, chunked SSD, chunked linear attention) pack their operands so.
+ * Needs -mavx512bf16. */
 #ifndef LONGMIX_SIMD_AVX512BF16_H
 #define LONGMIX_SIMD_AVX512BF16_H
 

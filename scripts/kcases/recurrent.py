@@ -15,6 +15,13 @@ import fpmath as fp
 from build_kernel_contract import Result, round_to
 
 UNIT = {"f64": 2.0 ** -53, "f32": 2.0 ** -24, "bf16": 2.0 ** -24}  # bf16: float32 sums
+# BF16 dot products of the chunked linear attention (LM_LINEAR_BF16_RTOL): each product's
+# operands rounded to bfloat16 (relative 2^-8 each: 8 significant bits) at most three times
+# along any term of an
+# output (phi(q), phi(k) and the weight; phi(q), the state operand and the state's own
+# carry), 3 x 2^-8 of the absolute-value scale to first order, 2^-14 for the rest
+# ((1 + 2^-8)^3 - 1 = 3 x 2^-8 + 3 x 2^-16 + 2^-24).
+BF16_RTOL = 3.0 * 2.0 ** -8 + 2.0 ** -14
 
 
 def _flags(case, *names):
@@ -144,20 +151,24 @@ def linear_attention(case, rng):
     s_final, then z_final. Scale: the recurrence on absolute values (|phi(q)|, |phi(k)|, |v|,
     |s0|); for the normalized form scale_y = scale_num / den + |y| (den's own scale is den:
     the elu+1 feature is positive). rtol = (4 sqrt(L + dk) + 8 + G) u, G the largest
-    cumulative |log gate| of a head and channel (the chunked form's gate products)."""
+    cumulative |log gate| of a head and channel (the chunked form's gate products).
+    dtype bf16 (chunked form, slot linear_chunked_bf16): q, k, v rounded to bfloat16 (the
+    reference reads the rounded values), the rest to float32; rtol adds BF16_RTOL, the
+    bound of the BF16 dot products (kernels/linear/avx512bf16.c, docs/kernels.md)."""
     s, dtype = case["shape"], case["dtype"]
     H, L, dk, dv = s["heads"], s["length"], s["d_key"], s["d_value"]
     o = case.get("options", {})
     feature, gate_kind = o.get("feature", "identity"), o.get("gate", "none")
     normalize, use_s0 = bool(o.get("normalize", False)), bool(o.get("s0", False))
     r = 1.0 / math.sqrt(dk)
+    rest = "f32" if dtype == "bf16" else dtype  # gates and states stay float32
     q = round_to(rng.standard_normal((H, L, dk)) * r, dtype)
     k = round_to(rng.standard_normal((H, L, dk)) * r, dtype)
     v = round_to(rng.standard_normal((H, L, dv)), dtype)
     g = round_to(rng.uniform(0.8, 1.0, (H, L, dk) if gate_kind == "channel" else (H, L)),
-                 dtype)
-    s0 = round_to(rng.standard_normal((H, dk, dv)) * 0.5, dtype)
-    z0 = round_to(rng.uniform(0.5, 2.0, (H, dk)), dtype)
+                 rest)
+    s0 = round_to(rng.standard_normal((H, dk, dv)) * 0.5, rest)
+    z0 = round_to(rng.uniform(0.5, 2.0, (H, dk)), rest)
     if gate_kind == "none":
         a = np.ones((H, L, dk))
     elif gate_kind == "scalar":
@@ -188,8 +199,9 @@ def linear_attention(case, rng):
     u = UNIT[dtype]
     output = np.concatenate([y.ravel(), S.ravel(), z.ravel()])
     scale = np.concatenate([ys.ravel(), Sa.ravel(), za.ravel()])
+    extra = BF16_RTOL if dtype == "bf16" else 0.0
     return Result(output=output, scale=scale, terms=L + dk,
-                  rtol=(4.0 * math.sqrt(L + dk) + 8.0 + G) * u, atol=1e-30)
+                  rtol=(4.0 * math.sqrt(L + dk) + 8.0 + G) * u + extra, atol=1e-30)
 
 
 def ssm_ssd(case, rng):
@@ -454,6 +466,22 @@ CASES = [
             mention="chunk must be positive"),
     _linear(1, 8, 4, 4, 34016, dtype="f64", normalize=True, tag=".identity_normalized",
             expect_status="argument", mention="normalize needs feature elu1"),
+    # bf16 q, k, v (slot linear_chunked_bf16: BF16 dot products on avx512bf16, widened to
+    # float32 elsewhere): the lesson's normalized form, additive with and without a scalar
+    # gate, a partial last chunk; then the shapes that widen on avx512bf16 too (odd d_key,
+    # d_value not a multiple of 16, a channel gate), a NaN in k, and the recurrent form
+    # (bf16 is chunked only)
+    _linear(2, 77, 64, 64, 34101, dtype="bf16", s0=True, chunk=32, **NORM),
+    _linear(2, 70, 32, 48, 34102, dtype="bf16", gate="scalar", s0=True, chunk=16),
+    _linear(1, 100, 128, 128, 34103, dtype="bf16", chunk=64),
+    _linear(1, 45, 16, 32, 34104, dtype="bf16", gate="scalar", feature="elu1", chunk=7),
+    _linear(1, 37, 17, 32, 34105, dtype="bf16", s0=True, chunk=16),
+    _linear(1, 30, 16, 20, 34106, dtype="bf16", gate="scalar", s0=True, chunk=8, **NORM),
+    _linear(2, 33, 16, 16, 34107, dtype="bf16", gate="channel", s0=True, chunk=16, **NORM),
+    _linear(1, 8, 4, 4, 34108, dtype="bf16", chunk=4, poison="k", tag=".nan_k",
+            expect_status="non-finite", mention="k"),
+    _linear(1, 8, 4, 4, 34109, dtype="bf16", tag=".recurrent", expect_status="argument",
+            mention="chunked only"),
     # Mamba-2 SSD: N = 64 and 128 (and odd), groups shared by heads, recurrent, chunked
     # (1, uneven, > L) and decode, a = 0 head
     _ssd(1, 37, 2, 8, 1, 64, 35001, extras=True),

@@ -69,6 +69,26 @@ test_targets_fma_fraction_uses_the_higher_peak() {
   # 300 / 428.6: the sweep's own peak is the higher one, no note
   expect_text out "| 0.5 s, 300 GFLOP/s = 70 % | met |"
 }
+test_targets_chunked_bf16_against_the_dot_peak() {
+  targets_rows
+  # linear_chunked at L = 8192: f32 150 GFLOP/s at chunk 64 (0.75 of its sweep's FMA peak,
+  # 200); bf16 300 GFLOP/s at chunk 128 (0.75 of its sweep's bf16 dot peak, 400) and 250 at
+  # chunk 64; the opening roofline's bf16 dot peak read 500
+  echo 'cpu,2,abc,linear_chunked,f32,8192,64,32,1,0,0,0.2,150,0,0.75,0,0,ok' >> "$WORK/t/rows.csv"
+  echo 'cpu,2,abc,linear_chunked,bf16,8192,64,32,1,0,0,0.12,250,0,0.625,0,0,ok' >> "$WORK/t/rows.csv"
+  echo 'cpu,2,abc,linear_chunked,bf16,8192,128,32,1,0,0,0.1,300,0,0.75,0,0,ok' >> "$WORK/t/rows.csv"
+  {
+    echo 'cpu_model,cores,git_rev,kernel,dtype,n_ctx,chunk,threads,median_s,gflops,gbps,roofline_frac,status'
+    echo 'cpu,2,abc,peak_fma,f32,0,0,1,0.02,200,0,1,ok'
+    echo 'cpu,2,abc,peak_dot_bf16,bf16,0,0,1,0.02,500,0,1,ok'
+  } > "$WORK/t/roofline.csv"
+  expect_exit 0 "$PYTHON" scripts/targets.py "$WORK/t"
+  # the best bf16 chunk, 300 of the higher peak (500) = 60 %: missed
+  expect_text out "| chunked linear attention (32 x 128, L = 8192) bf16, 1 thread(s): >= 70 % of the bf16 dot peak (best chunk) | 300 GFLOP/s = 60 % at chunk 128; the f32 row of the same run takes 2.00x as long; of the opening roofline's 500 GFLOP/s: this sweep's own peak read 400, which would make it 75 % | **missed** |"
+  # the f32 verdicts read only the f32 row
+  expect_text out "| chunked linear attention (32 x 128, L = 8192) f32, 1 thread(s): >= 70 % of peak FMA (best chunk) | 150 GFLOP/s = 75 % at chunk 64 | met |"
+  expect_text out "| linear attention chunked, 1 thread(s): >= 40 % of peak FMA (best chunk) | 150 GFLOP/s = 75 % at chunk 64 (GFLOP/s by chunk: 64: 150) | met |"
+}
 test_targets_lists_unsteady_rows() {
   mkdir -p "$WORK/u"
   {
