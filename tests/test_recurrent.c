@@ -1068,6 +1068,24 @@ Test(recurrent, ssd_rejects_bad_input)
 
 /* ---- delta rule and gated delta rule -------------------------------------------------------- */
 
+/* The delta rule's inputs, drawn in this order: q {H, L, dk} / sqrt(dk), k, v {H, L, dv},
+ * beta ~ U(0, 1) (beta[0] = 1 when beta0_one: an exact overwrite), gate ~ U(0.7, 1), s0
+ * {H, dv, dk} * 0.5. */
+static void draw_delta(lm_rng *rng, size_t H, size_t L, size_t dk, size_t dv, bool beta0_one,
+                       pair *q, pair *k, pair *v, pair *beta, pair *g, pair *s0)
+{
+    *q = pair_normal(rng, H * L * dk, 1.0 / sqrt((double)dk));
+    *k = pair_normal(rng, H * L * dk, 1.0);
+    *v = pair_normal(rng, H * L * dv, 1.0);
+    *beta = pair_new(H * L), *g = pair_new(H * L);
+    lm_rng_fill_uniform(rng, 0.0, 1.0, beta->d, beta->n);
+    lm_rng_fill_uniform(rng, 0.7, 1.0, g->d, g->n);
+    if (beta0_one)
+        beta->d[0] = 1.0;
+    pair_sync(beta), pair_sync(g);
+    *s0 = pair_normal(rng, H * dv * dk, 0.5);
+}
+
 typedef struct delta_case {
     size_t H, L, dk, dv;
     bool gated, s0;
@@ -1078,16 +1096,8 @@ static void check_delta_case(const delta_case *c, uint64_t seed)
     lm_rng rng;
     lm_rng_seed(&rng, seed);
     const size_t H = c->H, L = c->L, dk = c->dk, dv = c->dv;
-    pair q = pair_normal(&rng, H * L * dk, 1.0 / sqrt((double)dk));
-    pair k = pair_normal(&rng, H * L * dk, 1.0);
-    pair v = pair_normal(&rng, H * L * dv, 1.0);
-    pair beta = pair_new(H * L), g = pair_new(H * L);
-    lm_rng_fill_uniform(&rng, 0.0, 1.0, beta.d, beta.n);
-    lm_rng_fill_uniform(&rng, 0.7, 1.0, g.d, g.n);
-    beta.d[0] = 1.0; /* an exact overwrite */
-    pair_sync(&beta);
-    pair_sync(&g);
-    pair s0 = pair_normal(&rng, H * dv * dk, 0.5);
+    pair q, k, v, beta, g, s0;
+    draw_delta(&rng, H, L, dk, dv, true, &q, &k, &v, &beta, &g, &s0);
     pair y = pair_new(H * L * dv), sf = pair_new(H * dv * dk);
     lm_delta_seq_f64 pd = {H, L, dk, dv, q.d, k.d, v.d, beta.d, c->gated ? g.d : NULL,
                            c->s0 ? s0.d : NULL, y.d, sf.d};
@@ -1308,14 +1318,8 @@ static double check_delta_bf16_case(const delta_bf16_case *c, uint64_t seed)
     lm_rng rng;
     lm_rng_seed(&rng, seed);
     const size_t H = c->H, L = c->L, dk = c->dk, dv = c->dv;
-    pair q = pair_normal(&rng, H * L * dk, 1.0 / sqrt((double)dk));
-    pair k = pair_normal(&rng, H * L * dk, 1.0);
-    pair v = pair_normal(&rng, H * L * dv, 1.0);
-    pair beta = pair_new(H * L), g = pair_new(H * L);
-    lm_rng_fill_uniform(&rng, 0.0, 1.0, beta.d, beta.n);
-    lm_rng_fill_uniform(&rng, 0.7, 1.0, g.d, g.n);
-    pair_sync(&beta), pair_sync(&g);
-    pair s0 = pair_normal(&rng, H * dv * dk, 0.5);
+    pair q, k, v, beta, g, s0;
+    draw_delta(&rng, H, L, dk, dv, false, &q, &k, &v, &beta, &g, &s0);
     uint16_t *q16 = pair_to_bf16(&q), *k16 = pair_to_bf16(&k), *v16 = pair_to_bf16(&v);
     pair y = pair_new(H * L * dv), sf = pair_new(H * dv * dk);
     lm_delta_seq_f64 pd = {H, L, dk, dv, q.d, k.d, v.d, beta.d, c->gated ? g.d : NULL,

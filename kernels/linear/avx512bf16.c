@@ -330,14 +330,7 @@ static void chunked_pairs(const lm_linear_f32 *p, size_t h, size_t chunk, float 
     const bool z_in_place = p->z0 != NULL && p->z0 == p->z_final;
     float *S = s_in_place ? p->s_final + h * dk * dv : w.S; /* {dk, dv} */
     float *z = z_in_place ? p->z_final + h * dk : w.z;       /* {dk} */
-    if (p->s0 == NULL)
-        memset(S, 0, dk * dv * sizeof(float));
-    else if (!s_in_place)
-        memcpy(S, p->s0 + h * dk * dv, dk * dv * sizeof(float));
-    if (p->z0 == NULL)
-        memset(z, 0, dk * sizeof(float));
-    else if (!z_in_place)
-        memcpy(z, p->z0 + h * dk, dk * sizeof(float));
+    lm_linear_head_start(p, h, S, z);
 
     for (size_t t0 = 0; t0 < L; t0 += C) {
         const size_t n = L - t0 < C ? L - t0 : C, row0 = h * L + t0;

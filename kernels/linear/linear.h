@@ -8,6 +8,7 @@
 #include "../attention/attention.h" /* lm_kv_dtype */
 
 #include <stddef.h>
+#include <string.h>
 
 /* ---- float64 references (kernels/linear/ref_additive.c) ---------------------------- */
 
@@ -120,6 +121,22 @@ typedef struct lm_linear_f32 {
     const uint16_t *q16, *k16; /* {H, L, d_key} bfloat16 */
     const uint16_t *v16;       /* {H, L, d_value} bfloat16 */
 } lm_linear_f32;
+
+/* Head h's state S {dk, dv} and normalizer z {dk} at the start of a kernel call: s0 and z0
+ * copied in (nothing to copy when S or z is that very row: the state updated in place), or
+ * zero when they are NULL. */
+static inline void lm_linear_head_start(const lm_linear_f32 *p, size_t h, float *S, float *z)
+{
+    const size_t dk = p->d_key, dv = p->d_value;
+    if (p->s0 == NULL)
+        memset(S, 0, dk * dv * sizeof(float));
+    else if (S != p->s0 + h * dk * dv)
+        memcpy(S, p->s0 + h * dk * dv, dk * dv * sizeof(float));
+    if (p->z0 == NULL)
+        memset(z, 0, dk * sizeof(float));
+    else if (z != p->z0 + h * dk)
+        memcpy(z, p->z0 + h * dk, dk * sizeof(float));
+}
 
 /* Float64 oracle, token by token. Errors: LM_ERR_SHAPE (a size 0, NULL q/k/v/y, a gate
  * kind without its array), LM_ERR_NONFINITE naming the array, LM_ERR_DOMAIN ("gate must

@@ -125,14 +125,7 @@ void RECURRENT_NAME(const lm_linear_f32 *p, size_t h, size_t chunk, float *work)
     (void)chunk;
     const size_t dk = p->d_key, dv = p->d_value;
     float *S = work, *z = S + round16(dk * dv), *fq = z + round16(dk), *fk = fq + round16(dk);
-    if (p->s0 != NULL)
-        memcpy(S, p->s0 + h * dk * dv, dk * dv * sizeof(float));
-    else
-        memset(S, 0, dk * dv * sizeof(float));
-    if (p->z0 != NULL)
-        memcpy(z, p->z0 + h * dk, dk * sizeof(float));
-    else
-        memset(z, 0, dk * sizeof(float));
+    lm_linear_head_start(p, h, S, z);
     if (p->gate_kind == LM_LINEAR_GATE_NONE)
         lin_tokens(p, h, S, z, fq, fk, false);
     else
@@ -266,14 +259,7 @@ void CHUNKED_NAME(const lm_linear_f32 *p, size_t h, size_t chunk, float *work)
     float *seg = lg + round16(C);          /* {C}: exponent sums of a scalar gate */
     float *bq = seg + round16(C);          /* {C}: b_t of a scalar gate */
     const bool need_z = p->normalize || p->z_final != NULL;
-    if (p->s0 == NULL)
-        memset(S, 0, dk * dv * sizeof(float));
-    else if (!s_in_place)
-        memcpy(S, p->s0 + h * dk * dv, dk * dv * sizeof(float));
-    if (p->z0 == NULL)
-        memset(z, 0, dk * sizeof(float));
-    else if (!z_in_place)
-        memcpy(z, p->z0 + h * dk, dk * sizeof(float));
+    lm_linear_head_start(p, h, S, z);
 
     for (size_t t0 = 0; t0 < L; t0 += C) {
         const size_t n = L - t0 < C ? L - t0 : C;

@@ -24,14 +24,7 @@ static void chunked_bf16_widened(const lm_linear_f32 *p, size_t h, size_t chunk,
     float *wq = work + lm_linear_chunk_work_floats_f32(p, chunk);
     float *wk = wq + round16(C * dk), *wv = wk + round16(C * dk);
     float *S = wv + round16(C * dv), *z = S + round16(dk * dv);
-    if (p->s0 != NULL)
-        memcpy(S, p->s0 + h * dk * dv, dk * dv * sizeof(float));
-    else
-        memset(S, 0, dk * dv * sizeof(float));
-    if (p->z0 != NULL)
-        memcpy(z, p->z0 + h * dk, dk * sizeof(float));
-    else
-        memset(z, 0, dk * sizeof(float));
+    lm_linear_head_start(p, h, S, z);
     const size_t gate_width = p->gate_kind == LM_LINEAR_GATE_CHANNEL ? dk : 1;
     /* z only where the whole-head call tracks it (it chooses where the ratios go by that) */
     float *zc = p->normalize || p->z_final != NULL ? z : NULL;
