@@ -370,8 +370,11 @@ typedef struct model_memo {
 
 static bool ctx_dependent(lm_mixer_kind k) { return k == LM_MIXER_ATTENTION || k == LM_MIXER_MLA; }
 
+/* One decode unit, and the read-only stream right after its passes: the unit's bytes are
+ * held against the stream of its own minutes (the VM's bandwidth drifts within a run). */
 static lm_status measure_one(lm_unit_config *c, unit_memo *memo, bool reuse, int reps,
-                             uint64_t llc, lm_unit_timing *out, lm_error *err)
+                             uint64_t llc, const lm_stream *stream, lm_unit_timing *out,
+                             lm_error *err)
 {
     if (reuse && memo->have) {
         *out = memo->t;
@@ -379,6 +382,7 @@ static lm_status measure_one(lm_unit_config *c, unit_memo *memo, bool reuse, int
     }
     lm_status st = lm_model_measure_unit(c, reps, llc, out, err);
     if (st == LM_OK) {
+        out->stream_gbps = lm_stream_measure(stream, 3);
         memo->t = *out;
         memo->have = true;
     }
@@ -386,8 +390,8 @@ static lm_status measure_one(lm_unit_config *c, unit_memo *memo, bool reuse, int
 }
 
 static lm_status measure_model(const lm_model_spec *s, const grid *g, long ctx, long batch,
-                               const lm_ops *ops, int reps, uint64_t llc, model_memo *memo,
-                               lm_model_decode *out, lm_error *err)
+                               const lm_ops *ops, int reps, uint64_t llc, const lm_stream *stream,
+                               model_memo *memo, lm_model_decode *out, lm_error *err)
 {
     long long mixers[LM_MIXER_COUNT], mlps[LM_MLP_COUNT];
     lm_model_counts(s, mixers, mlps);
@@ -400,7 +404,8 @@ static lm_status measure_model(const lm_model_spec *s, const grid *g, long ctx, 
             continue;
         c.role = LM_UNIT_MIXER;
         c.kind = k;
-        lm_status st = measure_one(&c, &memo->mixer[k], !ctx_dependent((lm_mixer_kind)k), reps, llc, &t, err);
+        lm_status st = measure_one(&c, &memo->mixer[k], !ctx_dependent((lm_mixer_kind)k), reps, llc,
+                                   stream, &t, err);
         if (st != LM_OK)
             return st;
         lm_model_decode_add(out, &t, (double)mixers[k]);
@@ -410,13 +415,13 @@ static lm_status measure_model(const lm_model_spec *s, const grid *g, long ctx, 
             continue;
         c.role = LM_UNIT_MLP;
         c.kind = k;
-        lm_status st = measure_one(&c, &memo->mlp[k], true, reps, llc, &t, err);
+        lm_status st = measure_one(&c, &memo->mlp[k], true, reps, llc, stream, &t, err);
         if (st != LM_OK)
             return st;
         lm_model_decode_add(out, &t, (double)mlps[k]);
     }
     c.role = LM_UNIT_HEAD;
-    lm_status st = measure_one(&c, &memo->head, true, reps, llc, &t, err);
+    lm_status st = measure_one(&c, &memo->head, true, reps, llc, stream, &t, err);
     if (st != LM_OK)
         return st;
     lm_model_decode_add(out, &t, 1.0);
@@ -549,20 +554,27 @@ static int run_grid(const model_options *o, const lm_model_spec *specs, size_t c
         /* the limits of what is left to measure at this thread count (nothing: kept rows or
          * other shards' configurations): decode's stream, prefill's peak */
         const shard_plan here = shard_counts(o, &table, specs, count, g, ops, t);
-        double stream = 0.0, stream_bytes = 0.0;
-        if (here.decodes > 0 && lm_model_stream(ops, llc, 3, &stream, &stream_bytes, &e) != LM_OK) {
-            fprintf(stderr, "longmix model: %s\n", e.message);
-            rc = LM_EXIT_USAGE;
-            break;
+        /* the stream array lives through the thread count: measured at the start and again
+         * after every unit measured */
+        lm_stream stream_array = {0};
+        double stream = 0.0;
+        if (here.decodes > 0) {
+            if (lm_stream_create(&stream_array, ops, llc, &e) != LM_OK) {
+                fprintf(stderr, "longmix model: %s\n", e.message);
+                rc = LM_EXIT_USAGE;
+                break;
+            }
+            stream = lm_stream_measure(&stream_array, 3);
+            fprintf(stderr, "longmix model: threads %ld: read-only stream %.1f GB/s over %.0f MiB "
+                    "(measured again after every unit)\n", g->threads[t], stream,
+                    lm_stream_bytes(&stream_array) / 1048576.0);
         }
-        if (here.decodes > 0)
-            fprintf(stderr, "longmix model: threads %ld: read-only stream %.1f GB/s over %.0f MiB\n",
-                    g->threads[t], stream, stream_bytes / 1048576.0);
         double peak = 0.0;
         if (here.prefills > 0) {
             const char *what;
             if (prefill_peak(g->weights, ops, (int)g->threads[t], &peak, &what, &e) != LM_OK) {
                 fprintf(stderr, "longmix model: %s\n", e.message);
+                lm_stream_free(&stream_array);
                 rc = LM_EXIT_USAGE;
                 break;
             }
@@ -587,17 +599,17 @@ static int run_grid(const model_options *o, const lm_model_spec *specs, size_t c
                     lm_model_decode dec;
                     const double since = lm_now();
                     lm_status st = measure_model(&specs[m], g, g->ctx[c], g->batch[b], ops,
-                                                 o->reps, llc, &memo, &dec, &e);
+                                                 o->reps, llc, &stream_array, &memo, &dec, &e);
                     if (st != LM_OK) {
                         fprintf(stderr, "longmix model: %s ctx %ld batch %ld: %s\n", specs[m].name,
                                 g->ctx[c], g->batch[b], e.message);
                         rc = LM_EXIT_USAGE;
                         break;
                     }
-                    dec.stream_gbps = stream;
-                    fprintf(stderr, "[%zu/%zu] %s ctx %ld batch %ld threads %ld: %.2f ms/token step, %.0f%% of stream\n",
-                            done, total, specs[m].name, g->ctx[c], g->batch[b], g->threads[t],
-                            dec.step_s * 1e3, 100.0 * dec.bytes / dec.step_s / 1e9 / stream);
+                    fprintf(stderr, "[%zu/%zu] %s ctx %ld batch %ld threads %ld: %.2f ms/token step, "
+                            "%.0f%% of the units' streams (%.1f GB/s)\n", done, total,
+                            specs[m].name, g->ctx[c], g->batch[b], g->threads[t], dec.step_s * 1e3,
+                            100.0 * dec.bytes / dec.step_s / 1e9 / dec.stream_gbps, dec.stream_gbps);
                     if (lm_model_table_put(&table, &key, &specs[m], &dec, o->reps, &watch, since,
                                            &e) != LM_OK ||
                         lm_model_table_write(&table, &e) != LM_OK) {
@@ -648,6 +660,7 @@ static int run_grid(const model_options *o, const lm_model_spec *specs, size_t c
                     }
                 }
             }
+        lm_stream_free(&stream_array);
     }
     lm_busy_watch_finish(&watch, o->out);
     if (rc == LM_EXIT_OK)

@@ -113,45 +113,75 @@ lm_status lm_model_measure_unit(const lm_unit_config *cfg, int reps, uint64_t ll
     return st;
 }
 
-lm_status lm_model_stream(const lm_ops *ops, uint64_t llc_bytes, int reps, double *gbps,
-                          double *array_bytes, lm_error *err)
+enum { STREAM_WIDTH = 1024, STREAM_BLOCK = 256 };
+
+lm_status lm_stream_create(lm_stream *s, const lm_ops *ops, uint64_t llc_bytes, lm_error *err)
 {
-    const size_t width = 1024;
+    memset(s, 0, sizeof *s);
     size_t bytes = 4 * (size_t)llc_bytes;
     if (bytes < ((size_t)64 << 20))
         bytes = (size_t)64 << 20;
-    size_t rows = bytes / (width * sizeof(float));
-    float *xs = lm_alloc(rows * width * sizeof(float)), *w = lm_alloc(width * sizeof(float));
-    float *y = lm_alloc(rows * sizeof(float));
-    if (xs == NULL || w == NULL || y == NULL) {
-        lm_free(xs);
-        lm_free(w);
-        lm_free(y);
+    s->ops = ops;
+    s->width = STREAM_WIDTH;
+    s->rows = bytes / (s->width * sizeof(float)) / STREAM_BLOCK * STREAM_BLOCK;
+    s->xs = lm_alloc(s->rows * s->width * sizeof(float));
+    s->w = lm_alloc(s->width * sizeof(float));
+    s->y = lm_alloc(s->rows * sizeof(float));
+    if (s->xs == NULL || s->w == NULL || s->y == NULL) {
+        lm_stream_free(s);
         return lm_fail(err, LM_ERR_NOMEM, "out of memory for a %zu MiB stream array", bytes >> 20);
     }
+    const size_t rows = s->rows, width = s->width;
+    float *xs = s->xs;
 #pragma omp parallel for schedule(static)
     for (size_t r = 0; r < rows; r++)
         for (size_t c = 0; c < width; c++)
             xs[r * width + c] = 1.0f;
     for (size_t c = 0; c < width; c++)
-        w[c] = 1.0f / (float)width;
+        s->w[c] = 1.0f / (float)width;
+    return LM_OK;
+}
+
+double lm_stream_bytes(const lm_stream *s) { return (double)(s->rows * s->width * sizeof(float)); }
+
+double lm_stream_measure(const lm_stream *s, int reps)
+{
     double best = 0.0;
-    const size_t block = 256;
-    size_t blocks = rows / block;
+    const size_t blocks = s->rows / STREAM_BLOCK, width = s->width;
+    const float *xs = s->xs, *w = s->w;
+    float *y = s->y;
+    const lm_ops *ops = s->ops;
     for (int r = 0; r <= reps; r++) {
         double t0 = omp_get_wtime();
 #pragma omp parallel for schedule(static)
         for (size_t b = 0; b < blocks; b++)
-            ops->gemv_rowdot_f32(xs + b * block * width, w, y + b * block, block, width);
-        double rate = (double)(blocks * block * width * sizeof(float)) / (omp_get_wtime() - t0) / 1e9;
+            ops->gemv_rowdot_f32(xs + b * STREAM_BLOCK * width, w, y + b * STREAM_BLOCK,
+                                 STREAM_BLOCK, width);
+        double rate = lm_stream_bytes(s) / (omp_get_wtime() - t0) / 1e9;
         if (r > 0 && rate > best)
             best = rate;
     }
-    *gbps = best;
-    *array_bytes = (double)(blocks * block * width * sizeof(float));
-    lm_free(xs);
-    lm_free(w);
-    lm_free(y);
+    return best;
+}
+
+void lm_stream_free(lm_stream *s)
+{
+    lm_free(s->xs);
+    lm_free(s->w);
+    lm_free(s->y);
+    s->xs = s->w = s->y = NULL;
+}
+
+lm_status lm_model_stream(const lm_ops *ops, uint64_t llc_bytes, int reps, double *gbps,
+                          double *array_bytes, lm_error *err)
+{
+    lm_stream s;
+    lm_status st = lm_stream_create(&s, ops, llc_bytes, err);
+    if (st != LM_OK)
+        return st;
+    *gbps = lm_stream_measure(&s, reps);
+    *array_bytes = lm_stream_bytes(&s);
+    lm_stream_free(&s);
     return LM_OK;
 }
 

@@ -25,6 +25,10 @@ void lm_model_decode_add(lm_model_decode *d, const lm_unit_timing *t, double cou
     for (int k = 0; k < LM_COMP_COUNT; k++)
         d->comp_s[k] += count * t->comp_s[k];
     d->bytes += count * t->bytes;
+    if (t->stream_gbps > 0) {
+        d->stream_s += count * t->bytes / (t->stream_gbps * 1e9);
+        d->stream_gbps = d->bytes / d->stream_s / 1e9;
+    }
     d->checksum += t->checksum;
     d->gemm_s += count * t->gemm_s;
     d->gemm_flops += count * t->gemm_flops;

@@ -15,7 +15,11 @@ typedef struct lm_model_decode {
     double comp_s[LM_COMP_COUNT]; /* the step split by component */
     double bytes;                 /* weights + caches + state read per step */
     double checksum;
-    double stream_gbps;           /* the same-minute read-only stream */
+    double stream_gbps;           /* the same-minute read-only stream: decode, bytes over
+                                   * stream_s (each unit's bytes at the stream measured right
+                                   * after it), so bytes / step_s / stream_gbps is the step's
+                                   * fraction of its own limit */
+    double stream_s;              /* decode: sum of count x unit bytes / unit stream */
     size_t copies_max;            /* the most copies any unit was measured over */
     double gemm_s, gemm_flops;    /* prefill: the GEMMs' seconds and flops, counts applied */
     double peak_gflops;           /* prefill: the same run's peak of the weights' dtype */

@@ -1,7 +1,7 @@
 /* `make gemv-shapes`: the decode projection y {m, n} = x {m, k} W^T at small m (batch 1..8)
  * with bf16 (or f32, int8) weights, longmix's own GEMV (lm_dense_apply, kernels/layers) against
  * oneDNN's matmul (lm_gemm, kernels/gemm) at the same shape, beside the read-only stream
- * (lm_model_stream), all in the same minutes: the three are timed in turn, round after
+ * (lm_stream_measure), all in the same minutes: the three are timed in turn, round after
  * round, and each prints its median. The weights are held in enough copies to exceed twice
  * the last-level cache (one pass reads every copy), so both read W from DRAM as a whole
  * model's decode does. This is the measurement behind docs/dependencies.md's choice of the
@@ -28,7 +28,7 @@ static double median(double *t, int n)
 
 /* One batch size m at one thread count: own GEMV, oneDNN and the stream, `reps` rounds. */
 static int measure(const lm_dense *w, size_t copies, size_t m, int threads, int reps,
-                   uint64_t llc, const float *x, float *y, const char *dname)
+                   const lm_stream *stream_array, const float *x, float *y, const char *dname)
 {
     const size_t n = w[0].rows, k = w[0].cols;
     lm_gemm *g[COPIES_MAX] = {0};
@@ -53,11 +53,7 @@ static int measure(const lm_dense *w, size_t copies, size_t m, int threads, int 
                 fprintf(stderr, "gemv-shapes: %s\n", err.message);
                 return 1;
             }
-        double t2 = tool_now(), gbps, bytes;
-        if (lm_model_stream(ops, llc, 1, &gbps, &bytes, &err) != LM_OK) {
-            fprintf(stderr, "gemv-shapes: %s\n", err.message);
-            return 1;
-        }
+        double t2 = tool_now(), gbps = lm_stream_measure(stream_array, 1);
         if (r >= 0) {
             t_own[r] = (t1 - t0) / (double)copies;
             t_dnn[r] = (t2 - t1) / (double)copies;
@@ -125,13 +121,19 @@ int main(int argc, char **argv)
     lm_rng_seed(&rng, 1);
     for (size_t i = 0; i < mmax * k; i++)
         x[i] = (float)lm_rng_standard_normal(&rng);
+    lm_stream stream;
+    if (lm_stream_create(&stream, lm_ops_active(), llc, &err) != LM_OK) {
+        fprintf(stderr, "gemv-shapes: %s\n", err.message);
+        return 1;
+    }
     printf("lib,m,n,k,dtype,threads,ms,weight_gbps,stream_gbps,pct_stream\n");
     int rc = 0;
     for (int threads = 1; threads <= tmax && rc == 0; threads++) {
         omp_set_num_threads(threads);
         for (size_t i = 0; i < mcount && rc == 0; i++)
-            rc = measure(w, copies, ms[i], threads, reps, llc, x, y, dname);
+            rc = measure(w, copies, ms[i], threads, reps, &stream, x, y, dname);
     }
+    lm_stream_free(&stream);
     for (size_t c = 0; c < copies; c++)
         lm_dense_free(&w[c]);
     free(x);
