@@ -58,7 +58,9 @@ static void check_dense(size_t rows, size_t cols, size_t batch, lm_weight_dtype 
 
 Test(layers, dense_matches_the_reference_on_every_path_and_dtype)
 {
-    const size_t shapes[][2] = {{33, 256}, {17, 100}, {5, 37}, {64, 1024}};
+    /* 8229 columns: the bf16 batch-1 kernel's two whole 4096-column chunks, a third of 32 and
+     * a tail of 5; 20: no whole block of 32 */
+    const size_t shapes[][2] = {{33, 256}, {17, 100}, {5, 37}, {64, 1024}, {9, 8229}, {4, 20}};
     const size_t batches[] = {1, 2, 5, 8, 11};
     for (int dt = 0; dt < 3; dt++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)

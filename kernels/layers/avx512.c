@@ -132,6 +132,103 @@ rows_dot(load_fn load, const char *w, size_t esize, const float *x, size_t nb, s
         }                                                                                      \
     }
 
+/* bf16 at batch 2-8; batch 1 is lm_dense_rows_bf16_avx512's own loop below (internal
+ * linkage from this declaration) */
+static lm_dense_rows_fn dense_rows_bf16_batched;
+
 DENSE_ROWS_AVX512(lm_dense_rows_f32_avx512, load_f32, float, 0)
-DENSE_ROWS_AVX512(lm_dense_rows_bf16_avx512, load_bf16, uint16_t, 0)
+DENSE_ROWS_AVX512(dense_rows_bf16_batched, load_bf16, uint16_t, 0)
 DENSE_ROWS_AVX512(lm_dense_rows_int8_avx512, load_int8, int8_t, 1)
+
+/* bf16 at batch 1, where the widening is the work per weight: 32 weights are one 64-byte
+ * load v; as float32, the even ones (2i) are v << 16 and the odd ones (2i + 1) are v with
+ * the low halves cleared, two single-cycle ops and no shuffle. x is laid out to match once
+ * per call: block j of 32 columns becomes xp[32 j .. +16) = x[32 j + 2i] and
+ * xp[32 j + 16 .. +16) = x[32 j + 2i + 1]. Columns are taken in chunks of BF16_XCHUNK so
+ * that xp lives on the stack; the columns past the last whole block of 32 go the widening
+ * way (load_bf16). */
+enum { BF16_XCHUNK = 4096 };
+#ifndef PF_AHEAD
+#define PF_AHEAD 1024
+#endif
+
+static void bf16_split_x(const float *x, size_t n, float *xp)
+{
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                           28, 30);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    for (size_t c = 0; c < n; c += 32) {
+        const __m512 a = _mm512_loadu_ps(x + c), b = _mm512_loadu_ps(x + c + 16);
+        _mm512_storeu_ps(xp + c, _mm512_permutex2var_ps(a, even, b));
+        _mm512_storeu_ps(xp + c + 16, _mm512_permutex2var_ps(a, odd, b));
+    }
+}
+
+/* sum over columns [0, n) of one row (n a multiple of 32) against the split x */
+static inline float bf16_row_split(const uint16_t *row, const float *xp, size_t n)
+{
+    const __m512i high = _mm512_set1_epi32((int)0xFFFF0000u);
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    size_t c = 0;
+    for (; c + 64 <= n; c += 64) {
+        _mm_prefetch((const char *)(row + c) + PF_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)(row + c) + PF_AHEAD + 64, _MM_HINT_T0);
+        const __m512i v0 = _mm512_loadu_si512(row + c), v1 = _mm512_loadu_si512(row + c + 32);
+        a0 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v0, 16)),
+                             _mm512_loadu_ps(xp + c), a0);
+        a1 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v0, high)),
+                             _mm512_loadu_ps(xp + c + 16), a1);
+        a2 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v1, 16)),
+                             _mm512_loadu_ps(xp + c + 32), a2);
+        a3 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v1, high)),
+                             _mm512_loadu_ps(xp + c + 48), a3);
+    }
+    if (c < n) {
+        const __m512i v0 = _mm512_loadu_si512(row + c);
+        a0 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v0, 16)),
+                             _mm512_loadu_ps(xp + c), a0);
+        a1 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v0, high)),
+                             _mm512_loadu_ps(xp + c + 16), a1);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+
+/* sum over the tail columns [c0, cols) (fewer than 32) of one row, unsplit x */
+static inline float bf16_row_tail(const uint16_t *row, const float *x, size_t c0, size_t cols)
+{
+    __m512 a = _mm512_setzero_ps();
+    for (size_t c = c0; c < cols; c += 16) {
+        __mmask16 live = cols - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (cols - c)) - 1u);
+        a = _mm512_fmadd_ps(load_bf16(row, c, live), _mm512_maskz_loadu_ps(live, x + c), a);
+    }
+    return _mm512_reduce_add_ps(a);
+}
+
+static void bf16_rows_one(const uint16_t *w, const float *x, size_t cols, size_t r0,
+                          size_t r1, float *y)
+{
+    float xp[BF16_XCHUNK];
+    const size_t whole = cols / 32 * 32;
+    for (size_t c0 = 0; c0 < whole; c0 += BF16_XCHUNK) {
+        const size_t n = whole - c0 < BF16_XCHUNK ? whole - c0 : BF16_XCHUNK;
+        bf16_split_x(x + c0, n, xp);
+        for (size_t r = r0; r < r1; r++) {
+            const float s = bf16_row_split(w + r * cols + c0, xp, n);
+            y[r] = c0 == 0 ? s : y[r] + s;
+        }
+    }
+    if (whole < cols)
+        for (size_t r = r0; r < r1; r++) {
+            const float s = bf16_row_tail(w + r * cols, x, whole, cols);
+            y[r] = whole == 0 ? s : y[r] + s;
+        }
+}
+
+void lm_dense_rows_bf16_avx512(const void *w, const float *scale, const float *x, size_t nb,
+                               size_t cols, size_t r0, size_t r1, float *y, size_t ldy)
+{
+    if (nb == 1)
+        bf16_rows_one((const uint16_t *)w, x, cols, r0, r1, y);
+    else
+        dense_rows_bf16_batched(w, scale, x, nb, cols, r0, r1, y, ldy);
+}
