@@ -145,9 +145,10 @@ DENSE_ROWS_AVX512(lm_dense_rows_int8_avx512, load_int8, int8_t, 1)
  * the low halves cleared, two single-cycle ops and no shuffle. x is laid out to match once
  * per call: block j of 32 columns becomes xp[32 j .. +16) = x[32 j + 2i] and
  * xp[32 j + 16 .. +16) = x[32 j + 2i + 1]. Columns are taken in chunks of BF16_XCHUNK so
- * that xp lives on the stack; the columns past the last whole block of 32 go the widening
+ * that xp lives on the stack (64 KiB; every preset's rows are one chunk); rows go two at a
+ * time (bf16_rows2_split); the columns past the last whole block of 32 go the widening
  * way (load_bf16). */
-enum { BF16_XCHUNK = 4096 };
+enum { BF16_XCHUNK = 16384 };
 #ifndef PF_AHEAD
 #define PF_AHEAD 1024
 #endif
@@ -193,6 +194,46 @@ static inline float bf16_row_split(const uint16_t *row, const float *xp, size_t 
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
 
+/* One block of 32 columns of a row into its even and odd sums. */
+#define BF16_BLOCK(v, xe, xo, ae, ao)                                                          \
+    do {                                                                                       \
+        ae = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v, 16)), xe, ae);           \
+        ao = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v, high)), xo, ao);          \
+    } while (0)
+
+/* Two rows over columns [0, n) (n a multiple of 32): each load of the split x serves both
+ * rows, halving x's traffic, which at long rows (x past L1) competes with the weights'. */
+static inline void bf16_rows2_split(const uint16_t *ra, const uint16_t *rb, const float *xp,
+                                    size_t n, float *sa, float *sb)
+{
+    const __m512i high = _mm512_set1_epi32((int)0xFFFF0000u);
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    __m512 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    size_t c = 0;
+    for (; c + 64 <= n; c += 64) {
+        _mm_prefetch((const char *)(ra + c) + PF_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)(ra + c) + PF_AHEAD + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)(rb + c) + PF_AHEAD, _MM_HINT_T0);
+        _mm_prefetch((const char *)(rb + c) + PF_AHEAD + 64, _MM_HINT_T0);
+        const __m512 x0 = _mm512_loadu_ps(xp + c), x1 = _mm512_loadu_ps(xp + c + 16);
+        const __m512 x2 = _mm512_loadu_ps(xp + c + 32), x3 = _mm512_loadu_ps(xp + c + 48);
+        const __m512i va0 = _mm512_loadu_si512(ra + c), va1 = _mm512_loadu_si512(ra + c + 32);
+        const __m512i vb0 = _mm512_loadu_si512(rb + c), vb1 = _mm512_loadu_si512(rb + c + 32);
+        BF16_BLOCK(va0, x0, x1, a0, a1);
+        BF16_BLOCK(vb0, x0, x1, b0, b1);
+        BF16_BLOCK(va1, x2, x3, a2, a3);
+        BF16_BLOCK(vb1, x2, x3, b2, b3);
+    }
+    if (c < n) {
+        const __m512 x0 = _mm512_loadu_ps(xp + c), x1 = _mm512_loadu_ps(xp + c + 16);
+        const __m512i va0 = _mm512_loadu_si512(ra + c), vb0 = _mm512_loadu_si512(rb + c);
+        BF16_BLOCK(va0, x0, x1, a0, a1);
+        BF16_BLOCK(vb0, x0, x1, b0, b1);
+    }
+    *sa = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+    *sb = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(b0, b1), _mm512_add_ps(b2, b3)));
+}
+
 /* sum over the tail columns [c0, cols) (fewer than 32) of one row, unsplit x */
 static inline float bf16_row_tail(const uint16_t *row, const float *x, size_t c0, size_t cols)
 {
@@ -212,7 +253,14 @@ static void bf16_rows_one(const uint16_t *w, const float *x, size_t cols, size_t
     for (size_t c0 = 0; c0 < whole; c0 += BF16_XCHUNK) {
         const size_t n = whole - c0 < BF16_XCHUNK ? whole - c0 : BF16_XCHUNK;
         bf16_split_x(x + c0, n, xp);
-        for (size_t r = r0; r < r1; r++) {
+        size_t r = r0;
+        for (; r + 2 <= r1; r += 2) {
+            float sa, sb;
+            bf16_rows2_split(w + r * cols + c0, w + (r + 1) * cols + c0, xp, n, &sa, &sb);
+            y[r] = c0 == 0 ? sa : y[r] + sa;
+            y[r + 1] = c0 == 0 ? sb : y[r + 1] + sb;
+        }
+        for (; r < r1; r++) {
             const float s = bf16_row_split(w + r * cols + c0, xp, n);
             y[r] = c0 == 0 ? s : y[r] + s;
         }
