@@ -58,7 +58,7 @@ static void check_dense(size_t rows, size_t cols, size_t batch, lm_weight_dtype 
 
 Test(layers, dense_matches_the_reference_on_every_path_and_dtype)
 {
-    /* 8229 columns: the bf16 batch-1 kernel's two whole 4096-column chunks, a third of 32 and
+    /* 8229 columns: the bf16 batch-1 kernel's 257 whole blocks of 32 in one chunk and
      * a tail of 5; 20: no whole block of 32 */
     const size_t shapes[][2] = {{33, 256}, {17, 100}, {5, 37}, {64, 1024}, {9, 8229}, {4, 20}};
     const size_t batches[] = {1, 2, 5, 8, 11};

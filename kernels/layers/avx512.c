@@ -32,6 +32,13 @@ static inline __m512 load_int8(const void *p, size_t c, __mmask16 live)
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
 }
 
+/* bytes ahead in each row that the batched loop (rows_dot) prefetches: without it the
+ * hardware prefetcher leaves the FMAs and the DRAM reads one after the other (14336 x 4096
+ * bf16 at batch 8, 1 thread: 8 -> 9.5 GB/s, f32 9.6-11.8 -> 11.3-12; int8, bound by its
+ * widening, gains nothing; 256-768 bytes measure alike) */
+#ifndef PF_ROWS
+#define PF_ROWS 512
+#endif
 typedef __m512 (*load_fn)(const void *, size_t, __mmask16);
 
 /* One row against nb (a constant after inlining) sequences. */
@@ -82,8 +89,11 @@ rows_dot(load_fn load, const char *w, size_t esize, const float *x, size_t nb, s
         __mmask16 live = cols - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (cols - c)) - 1u);
         __m512 wv[NR];
         UNROLL
-        for (size_t i = 0; i < nr; i++)
+        for (size_t i = 0; i < nr; i++) {
+            if (esize > 1 && (c * esize) % 64 == 0) /* once per line; int8 gains nothing */
+                _mm_prefetch(row + i * cols * esize + c * esize + PF_ROWS, _MM_HINT_T0);
             wv[i] = load(row + i * cols * esize, c, live);
+        }
         UNROLL
         for (size_t b = 0; b < nb; b++) { /* a[i][b] += w[r + i, c..] * x[b, c..] */
             const __m512 xv = _mm512_maskz_loadu_ps(live, x + b * cols + c);
