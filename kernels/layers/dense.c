@@ -3,6 +3,7 @@
 #include "layers.h"
 
 #include <math.h>
+#include <omp.h>
 #include <string.h>
 
 #include "../attention/attention.h"
@@ -136,6 +137,8 @@ lm_dense_rows_fn *lm_dense_kernel(lm_weight_dtype dtype, const lm_ops *ops)
 {
     lm_isa isa = ops != NULL ? ops->isa : LM_ISA_SCALAR;
 #if defined(__x86_64__) || defined(__i386__)
+    if (isa == LM_ISA_AVX512BF16 && dtype == LM_WEIGHT_BF16)
+        return lm_dense_rows_bf16_avx512bf16;
     if (isa == LM_ISA_AVX512 || isa == LM_ISA_AVX512VNNI || isa == LM_ISA_AVX512BF16)
         return dtype == LM_WEIGHT_F32    ? lm_dense_rows_f32_avx512
                : dtype == LM_WEIGHT_BF16 ? lm_dense_rows_bf16_avx512
@@ -152,7 +155,29 @@ lm_dense_rows_fn *lm_dense_kernel(lm_weight_dtype dtype, const lm_ops *ops)
                                      : lm_dense_rows_int8_scalar;
 }
 
+double lm_dense_x_roundoff(lm_weight_dtype dtype, const lm_ops *ops, size_t batch)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (batch >= 2 && lm_dense_kernel(dtype, ops) == lm_dense_rows_bf16_avx512bf16)
+        return 0x1p-9;
+#else
+    (void)dtype, (void)ops, (void)batch;
+#endif
+    return 0.0;
+}
+
 #define DENSE_ROW_BLOCK 16
+
+/* Rows [r0, r1) of y for every block of LM_DENSE_BATCH_BLOCK sequences. */
+static void dense_rows(const lm_dense *d, lm_dense_rows_fn *kernel, const float *x,
+                       size_t batch, size_t r0, size_t r1, float *y)
+{
+    for (size_t b0 = 0; b0 < batch; b0 += LM_DENSE_BATCH_BLOCK) {
+        size_t nb = batch - b0 < LM_DENSE_BATCH_BLOCK ? batch - b0 : LM_DENSE_BATCH_BLOCK;
+        kernel(d->w, d->scale, x + b0 * d->cols, nb, d->cols, r0, r1, y + b0 * d->rows,
+               d->rows);
+    }
+}
 
 lm_status lm_dense_apply(const lm_dense *d, const float *x, size_t batch, float *y,
                          const lm_ops *ops, lm_error *err)
@@ -162,16 +187,25 @@ lm_status lm_dense_apply(const lm_dense *d, const float *x, size_t batch, float 
     if (batch == 0)
         return lm_fail(err, LM_ERR_SHAPE, "dense: batch must be positive");
     lm_dense_rows_fn *kernel = lm_dense_kernel(d->dtype, ops);
-    size_t blocks = (d->rows + DENSE_ROW_BLOCK - 1) / DENSE_ROW_BLOCK;
-    const size_t rows = d->rows, cols = d->cols;
+    const size_t rows = d->rows, blocks = (rows + DENSE_ROW_BLOCK - 1) / DENSE_ROW_BLOCK;
+    if (batch <= LM_DENSE_BATCH_BLOCK) {
+        /* one block of sequences: each thread's rows in one call, so a kernel that lays x
+         * out (bf16: split or rounded) does it once per thread, not once per 16 rows */
+#pragma omp parallel
+        {
+            const size_t t = (size_t)omp_get_thread_num(), nt = (size_t)omp_get_num_threads();
+            const size_t r0 = blocks * t / nt * DENSE_ROW_BLOCK;
+            const size_t end = blocks * (t + 1) / nt * DENSE_ROW_BLOCK;
+            if (r0 < rows)
+                dense_rows(d, kernel, x, batch, r0, end < rows ? end : rows, y);
+        }
+        return LM_OK;
+    }
+    /* blocks of 16 rows, each re-read from L1 / L2 for every block of sequences */
 #pragma omp parallel for schedule(static)
     for (size_t blk = 0; blk < blocks; blk++) {
-        size_t r0 = blk * DENSE_ROW_BLOCK;
-        size_t r1 = r0 + DENSE_ROW_BLOCK < rows ? r0 + DENSE_ROW_BLOCK : rows;
-        for (size_t b0 = 0; b0 < batch; b0 += LM_DENSE_BATCH_BLOCK) {
-            size_t nb = batch - b0 < LM_DENSE_BATCH_BLOCK ? batch - b0 : LM_DENSE_BATCH_BLOCK;
-            kernel(d->w, d->scale, x + b0 * cols, nb, cols, r0, r1, y + b0 * rows, rows);
-        }
+        const size_t r0 = blk * DENSE_ROW_BLOCK, end = r0 + DENSE_ROW_BLOCK;
+        dense_rows(d, kernel, x, batch, r0, end < rows ? end : rows, y);
     }
     return LM_OK;
 }

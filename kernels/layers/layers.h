@@ -58,11 +58,20 @@ LM_DENSE_DECLARE(scalar)
 LM_DENSE_DECLARE(avx2)
 LM_DENSE_DECLARE(avx512)
 #undef LM_DENSE_DECLARE
+/* bf16 on AVX512-BF16: batch 1 is lm_dense_rows_bf16_avx512; batch 2-8 rounds x to bf16
+ * and multiplies with VDPBF16PS (float32 sums): see lm_dense_x_roundoff. */
+lm_dense_rows_fn lm_dense_rows_bf16_avx512bf16;
 
 /* The kernel the driver runs for dtype on the vector width of `ops` (its ISA path: the
  * avx512 family, avx2, or the portable one elsewhere). */
 lm_dense_rows_fn *lm_dense_kernel(lm_weight_dtype dtype, const lm_ops *ops);
 
+/* The relative rounding that lm_dense_apply's kernel for (dtype, ops, batch) gives each
+ * element of x before multiplying: 2^-9 (bf16's unit roundoff, round to nearest even) for
+ * bf16 weights at batch >= 2 on the avx512bf16 path, 0 where x is multiplied as float32.
+ * Each output then moves by at most this times sum_c |W[r, c] x[b, c]| beyond the float32
+ * sums' own error. */
+double lm_dense_x_roundoff(lm_weight_dtype dtype, const lm_ops *ops, size_t batch);
 /* y {batch, rows} = x {batch, cols} W^T with the kernel of ops, rows split over the
  * calling OpenMP team (blocks of 16 rows), every row read once per block of
  * LM_DENSE_BATCH_BLOCK sequences. LM_ERR_ARG for a NULL pointer, LM_ERR_SHAPE for
