@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "model_check.h"
 #include "model_run.h"
+#include "model_stream.h"
 #include "model_table.h"
 #include "../kernels/gemm/gemm.h"
 #include "omp_wait.h"
@@ -28,8 +29,9 @@ typedef struct model_options {
     const char *isa;      /* --isa: the paths --check runs (NULL: every available one) */
     int reps;
     int measure_options;  /* options of a measurement given (refused with --check) */
+    int curve_options;    /* of those, --threads and --reps (all --stream-curve takes) */
     int shard_k, shard_n; /* this run measures configurations i with i % n == k - 1 */
-    bool resume, list, dry_run, check;
+    bool resume, list, dry_run, check, stream_curve;
 } model_options;
 
 static void usage(FILE *out)
@@ -39,7 +41,8 @@ static void usage(FILE *out)
         "                     [--prompt LIST] [--batch LIST] [--threads LIST] [--cache DTYPE] [--weights DTYPE]\n"
         "                     [--reps N] [--baseline NAME] [--out FILE] [--crossover-out FILE]\n"
         "                     [--resume] [--shard K/N] [--list] [--dry-run]\n"
-        "       longmix model --check [--isa LIST]\n\n"
+        "       longmix model --check [--isa LIST]\n"
+        "       longmix model --stream-curve [--threads LIST] [--reps N]\n\n"
         "Whole-model decode and prefill on this CPU: each layer kind (mixer, MLP, LM head) is\n"
         "built at full size from synthetic weights, measured over enough copies to stream\n"
         "from memory, and multiplied by its count in the model (docs/models.md says what is\n"
@@ -77,7 +80,11 @@ static void usage(FILE *out)
         "               line per layer and path (max normalized error, bound 8 sqrt(K) u, plus\n"
         "               the VNNI kernel's value-weight rounding, ok or FAILED), then a summary\n"
         "  --isa        with --check: the paths, e.g. scalar,avx2, all or active; default all\n"
-        "               (every path this CPU runs)\n\n"
+        "               (every path this CPU runs)\n"
+        "  --stream-curve  no model: the read-only stream over working sets from 1 MiB to the\n"
+        "               stream array (4 x LLC), each thread count, as a Markdown table; says\n"
+        "               where the rate falls to DRAM's level and whether the units' copies\n"
+        "               (past 2 x the reported LLC) are past it\n\n"
         "A configuration whose measurement does not fit in the available memory is refused\n"
         "before anything is allocated. Exit 0 ok, 1 a --check failed, 2 bad usage or input.\n");
 }
@@ -115,6 +122,9 @@ static int parse_args(int argc, char **argv, model_options *o)
         } else if (strcmp(a, "--check") == 0) {
             o->check = true;
             continue;
+        } else if (strcmp(a, "--stream-curve") == 0) {
+            o->stream_curve = true;
+            continue;
         }
         const char *reps = NULL;
         if (strcmp(a, "--preset") == 0) value = &o->presets;
@@ -146,6 +156,7 @@ static int parse_args(int argc, char **argv, model_options *o)
         }
         *value = argv[++i];
         o->measure_options += value != &o->isa;
+        o->curve_options += value == &o->threads || reps != NULL;
         if (reps != NULL) {
             long r;
             lm_error e;
@@ -156,6 +167,9 @@ static int parse_args(int argc, char **argv, model_options *o)
     }
     if (o->check && o->measure_options > 0)
         return usage_error("--check takes only --isa");
+    if (o->stream_curve && (o->check || o->isa != NULL || o->model_files > 0 ||
+                            o->measure_options > o->curve_options))
+        return usage_error("--stream-curve takes only --threads and --reps");
     if (o->isa != NULL && !o->check)
         return usage_error("--isa goes with --check");
     lm_error e;
@@ -763,6 +777,15 @@ int lm_cmd_model(int argc, char **argv)
         return rc < 0 ? LM_EXIT_OK : rc;
     if (o.check)
         return run_checks(&o);
+    if (o.stream_curve) {
+        lm_machine_meta meta;
+        lm_machine_meta_fill(&meta);
+        lm_omp_wait_settle(argc, argv);
+        return lm_model_stream_curve_cli(lm_ops_active(), o.threads, o.reps,
+                                         meta.cores > 0 ? meta.cores : 1,
+                                         meta.llc_bytes_total > 0 ? meta.llc_bytes_total
+                                                                  : (32u << 20));
+    }
     static lm_model_spec specs[MODEL_MAX];
     size_t count;
     if ((rc = load_models(&o, specs, &count)) != 0)

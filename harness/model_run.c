@@ -146,18 +146,38 @@ double lm_stream_bytes(const lm_stream *s) { return (double)(s->rows * s->width 
 
 double lm_stream_measure(const lm_stream *s, int reps)
 {
+    return lm_stream_measure_prefix(s, s->rows / STREAM_BLOCK, reps);
+}
+
+size_t lm_stream_blocks(const lm_stream *s, double bytes)
+{
+    const double block = (double)(STREAM_BLOCK * s->width * sizeof(float));
+    const size_t all = s->rows / STREAM_BLOCK, want = (size_t)(bytes / block);
+    return want < 1 ? 1 : want > all ? all : want;
+}
+
+/* A prefix smaller than this is read several times per timed pass, so a pass is long
+ * enough for the clock and the team's start-up (about 10 ms at 30 GB/s). */
+#define STREAM_PASS_BYTES (256.0 * 1048576.0)
+
+double lm_stream_measure_prefix(const lm_stream *s, size_t blocks, int reps)
+{
     double best = 0.0;
-    const size_t blocks = s->rows / STREAM_BLOCK, width = s->width;
+    const size_t width = s->width;
+    const double bytes = (double)(blocks * STREAM_BLOCK * width * sizeof(float));
+    const int rounds = bytes >= STREAM_PASS_BYTES ? 1 : (int)ceil(STREAM_PASS_BYTES / bytes);
     const float *xs = s->xs, *w = s->w;
     float *y = s->y;
     const lm_ops *ops = s->ops;
     for (int r = 0; r <= reps; r++) {
         double t0 = omp_get_wtime();
+        for (int k = 0; k < rounds; k++) {
 #pragma omp parallel for schedule(static)
-        for (size_t b = 0; b < blocks; b++)
-            ops->gemv_rowdot_f32(xs + b * STREAM_BLOCK * width, w, y + b * STREAM_BLOCK,
-                                 STREAM_BLOCK, width);
-        double rate = lm_stream_bytes(s) / (omp_get_wtime() - t0) / 1e9;
+            for (size_t b = 0; b < blocks; b++)
+                ops->gemv_rowdot_f32(xs + b * STREAM_BLOCK * width, w, y + b * STREAM_BLOCK,
+                                     STREAM_BLOCK, width);
+        }
+        double rate = bytes * rounds / (omp_get_wtime() - t0) / 1e9;
         if (r > 0 && rate > best)
             best = rate;
     }

@@ -43,6 +43,11 @@ typedef struct lm_stream {
 lm_status lm_stream_create(lm_stream *s, const lm_ops *ops, uint64_t llc_bytes, lm_error *err);
 double lm_stream_bytes(const lm_stream *s);
 double lm_stream_measure(const lm_stream *s, int reps); /* GB/s */
+/* The whole blocks of rows (1 .. all of them) nearest below `bytes` of the array, and the
+ * stream over the first `blocks` of them: a prefix under 256 MiB is read several times in
+ * each timed pass (one cache-resident working set of that size). */
+size_t lm_stream_blocks(const lm_stream *s, double bytes);
+double lm_stream_measure_prefix(const lm_stream *s, size_t blocks, int reps); /* GB/s */
 void lm_stream_free(lm_stream *s);
 /* create, measure, free. LM_ERR_NOMEM. */
 lm_status lm_model_stream(const lm_ops *ops, uint64_t llc_bytes, int reps, double *gbps,

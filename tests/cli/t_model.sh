@@ -339,3 +339,33 @@ test_check_refuses_bad_paths_and_measurement_options() {
   expect_exit 2 "$LONGMIX" model --check --isa
   expect_text err "--isa needs a value"
 }
+
+test_stream_curve_says_where_the_stream_falls_to_dram() {
+  expect_exit 0 "$LONGMIX" model --stream-curve --threads 1 --reps 1
+  expect_text out "| working set | 1 thread |"
+  expect_text out "| 1 MiB |"
+  expect_text out "DRAM's level (this working set and every larger one within 15 % of DRAM's rate, the median of the three largest) from:"
+  expect_text out "copies each unit past twice that"
+  # one table row per working set, doubling from 1 MiB, exactly one marked as DRAM's level,
+  # and no rate at DRAM's level or beyond more than 15 % over the median of the three largest
+  "$PYTHON" - "$WORK/out" <<'PY'
+import re, sys
+rows = [l for l in open(sys.argv[1]) if re.match(r"^\| [0-9]+ (MiB|GiB) \|", l)]
+assert len(rows) >= 7, rows
+sizes = [float(r.split("|")[1].split()[0]) * (1024 if "GiB" in r.split("|")[1] else 1) for r in rows]
+assert sizes[:7] == [1, 2, 4, 8, 16, 32, 64], sizes
+assert all(b > a for a, b in zip(sizes, sizes[1:])), sizes
+rates = [float(r.split("|")[2].split()[0]) for r in rows]
+marked = [i for i, r in enumerate(rows) if "(DRAM)" in r]
+assert len(marked) == 1, rows
+dram = sorted(rates[-3:])[1]  # the rates are printed to 0.1 GB/s: 0.1 of room either way
+assert all(x <= 1.15 * dram + 0.1 for x in rates[marked[0]:-1]), rates
+assert marked[0] == 0 or rates[marked[0] - 1] > 1.15 * dram - 0.1, rates
+PY
+  expect_exit 2 "$LONGMIX" model --stream-curve --preset llama3-8b
+  expect_text err "--stream-curve takes only --threads and --reps"
+  expect_exit 2 "$LONGMIX" model --stream-curve --check
+  expect_text err "--stream-curve takes only --threads and --reps"
+  expect_exit 2 "$LONGMIX" model --stream-curve --threads 0
+  expect_text err "--threads"
+}
