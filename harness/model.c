@@ -371,41 +371,59 @@ static int check_memory(const lm_model_spec *specs, size_t count, const grid *g,
 
 /* ---- measuring one configuration ----------------------------------------------------- */
 
-/* Units whose step does not depend on the context are measured once per (model, batch,
- * threads) and reused along the context axis. */
-typedef struct unit_memo {
-    bool have;
+/* The units measured at one thread count, by signature (lm_unit_signature): each is
+ * measured once, and its timing serves every configuration that builds the same unit: the
+ * contexts of a unit that does not depend on the context, a sliding window's contexts past
+ * the window, and other models with the same shapes (Llama's and Mistral's MLP). The same
+ * work then reads the same figure in every model, whatever minute measured it. */
+typedef struct memo_entry {
+    long long sig[LM_UNIT_SIGNATURE_LEN];
     lm_unit_timing t;
+} memo_entry;
+
+typedef struct unit_memo {
+    memo_entry *at;
+    size_t count, cap;
 } unit_memo;
 
-typedef struct model_memo {
-    unit_memo mixer[LM_MIXER_COUNT], mlp[LM_MLP_COUNT], head;
-} model_memo;
-
-static bool ctx_dependent(lm_mixer_kind k) { return k == LM_MIXER_ATTENTION || k == LM_MIXER_MLA; }
+static void unit_memo_free(unit_memo *m)
+{
+    free(m->at);
+    *m = (unit_memo){0};
+}
 
 /* One decode unit, and the read-only stream right after its passes: the unit's bytes are
  * held against the stream of its own minutes (the VM's bandwidth drifts within a run). */
-static lm_status measure_one(lm_unit_config *c, unit_memo *memo, bool reuse, int reps,
-                             uint64_t llc, const lm_stream *stream, lm_unit_timing *out,
-                             lm_error *err)
+static lm_status measure_one(lm_unit_config *c, unit_memo *memo, int reps, uint64_t llc,
+                             const lm_stream *stream, lm_unit_timing *out, lm_error *err)
 {
-    if (reuse && memo->have) {
-        *out = memo->t;
-        return LM_OK;
+    long long sig[LM_UNIT_SIGNATURE_LEN];
+    lm_unit_signature(c, sig);
+    for (size_t i = 0; i < memo->count; i++)
+        if (memcmp(memo->at[i].sig, sig, sizeof sig) == 0) {
+            *out = memo->at[i].t;
+            return LM_OK;
+        }
+    if (memo->count == memo->cap) {
+        size_t cap = memo->cap == 0 ? 64 : 2 * memo->cap;
+        memo_entry *grown = realloc(memo->at, cap * sizeof *grown);
+        if (grown == NULL)
+            return lm_fail(err, LM_ERR_NOMEM, "out of memory for the units measured");
+        memo->at = grown;
+        memo->cap = cap;
     }
     lm_status st = lm_model_measure_unit(c, reps, llc, out, err);
     if (st == LM_OK) {
         out->stream_gbps = lm_stream_measure(stream, 3);
-        memo->t = *out;
-        memo->have = true;
+        memcpy(memo->at[memo->count].sig, sig, sizeof sig);
+        memo->at[memo->count++].t = *out;
     }
     return st;
 }
 
 static lm_status measure_model(const lm_model_spec *s, const grid *g, long ctx, long batch,
                                const lm_ops *ops, int reps, uint64_t llc, const lm_stream *stream,
-                               model_memo *memo, lm_model_decode *out, lm_error *err)
+                               unit_memo *memo, lm_model_decode *out, lm_error *err)
 {
     long long mixers[LM_MIXER_COUNT], mlps[LM_MLP_COUNT];
     lm_model_counts(s, mixers, mlps);
@@ -418,8 +436,7 @@ static lm_status measure_model(const lm_model_spec *s, const grid *g, long ctx, 
             continue;
         c.role = LM_UNIT_MIXER;
         c.kind = k;
-        lm_status st = measure_one(&c, &memo->mixer[k], !ctx_dependent((lm_mixer_kind)k), reps, llc,
-                                   stream, &t, err);
+        lm_status st = measure_one(&c, memo, reps, llc, stream, &t, err);
         if (st != LM_OK)
             return st;
         lm_model_decode_add(out, &t, (double)mixers[k]);
@@ -429,13 +446,13 @@ static lm_status measure_model(const lm_model_spec *s, const grid *g, long ctx, 
             continue;
         c.role = LM_UNIT_MLP;
         c.kind = k;
-        lm_status st = measure_one(&c, &memo->mlp[k], true, reps, llc, stream, &t, err);
+        lm_status st = measure_one(&c, memo, reps, llc, stream, &t, err);
         if (st != LM_OK)
             return st;
         lm_model_decode_add(out, &t, (double)mlps[k]);
     }
     c.role = LM_UNIT_HEAD;
-    lm_status st = measure_one(&c, &memo->head, true, reps, llc, stream, &t, err);
+    lm_status st = measure_one(&c, memo, reps, llc, stream, &t, err);
     if (st != LM_OK)
         return st;
     lm_model_decode_add(out, &t, 1.0);
@@ -595,10 +612,9 @@ static int run_grid(const model_options *o, const lm_model_spec *specs, size_t c
             fprintf(stderr, "longmix model: threads %ld: peak %.1f GFLOP/s (%s), the prefill "
                     "GEMMs' limit\n", g->threads[t], peak, what);
         }
+        unit_memo memo = {0};
         for (size_t m = 0; m < count && rc == LM_EXIT_OK; m++)
             for (size_t b = 0; b < g->batch_count && rc == LM_EXIT_OK; b++) {
-                model_memo memo;
-                memset(&memo, 0, sizeof memo);
                 for (size_t c = 0; c < g->ctx_count && rc == LM_EXIT_OK; c++) {
                     if (!lm_shard_selects(config_index(g, count, t, m, b, c), o->shard_k,
                                           o->shard_n))
@@ -674,6 +690,7 @@ static int run_grid(const model_options *o, const lm_model_spec *specs, size_t c
                     }
                 }
             }
+        unit_memo_free(&memo);
         lm_stream_free(&stream_array);
     }
     lm_busy_watch_finish(&watch, o->out);

@@ -31,6 +31,49 @@ static double held_tokens(const lm_unit_config *c)
     return (double)(w > 0 && w < c->ctx ? w : c->ctx);
 }
 
+void lm_unit_signature(const lm_unit_config *c, long long out[LM_UNIT_SIGNATURE_LEN])
+{
+    const lm_model_spec *s = c->spec;
+    for (int i = 0; i < LM_UNIT_SIGNATURE_LEN; i++)
+        out[i] = 0;
+    out[0] = c->role;
+    out[1] = c->role == LM_UNIT_HEAD ? 0 : c->kind;
+    out[2] = (long long)c->batch;
+    out[3] = s->d_model;
+    long long *k = out + 4; /* 8 entries: the section's shapes */
+    if (c->role == LM_UNIT_HEAD) {
+        k[0] = s->vocab;
+        k[1] = s->tied_embeddings;
+    } else if (c->role == LM_UNIT_MLP) { /* the router's and the shared experts' widths
+                                          * size a dense unit's buffers too (build_mlp) */
+        k[0] = c->kind == LM_MLP_DENSE ? s->mlp.d_ff : 0;
+        k[1] = s->moe.experts;
+        k[2] = s->moe.active;
+        k[3] = s->moe.d_ff;
+        k[4] = s->moe.shared_d_ff;
+    } else if (c->kind == LM_MIXER_ATTENTION) {
+        const long long a[] = {s->attention.heads, s->attention.kv_heads, s->attention.head_dim,
+                               s->attention.q_gate, (long long)held_tokens(c)};
+        memcpy(k, a, sizeof a);
+    } else if (c->kind == LM_MIXER_MLA) {
+        const long long a[] = {s->mla.heads, s->mla.latent, s->mla.rope, s->mla.nope,
+                               s->mla.v_dim, c->ctx};
+        memcpy(k, a, sizeof a);
+    } else if (c->kind == LM_MIXER_MAMBA1) {
+        const long long a[] = {s->mamba1.d_inner, s->mamba1.d_state, s->mamba1.d_conv,
+                               s->mamba1.dt_rank};
+        memcpy(k, a, sizeof a);
+    } else if (c->kind == LM_MIXER_MAMBA2) {
+        const long long a[] = {s->mamba2.d_inner, s->mamba2.d_state, s->mamba2.head_dim,
+                               s->mamba2.groups, s->mamba2.d_conv};
+        memcpy(k, a, sizeof a);
+    } else if (c->kind == LM_MIXER_DELTA) {
+        const long long a[] = {s->delta.key_heads, s->delta.value_heads, s->delta.key_dim,
+                               s->delta.value_dim, s->delta.d_conv};
+        memcpy(k, a, sizeof a);
+    }
+}
+
 size_t lm_unit_rows(const lm_unit_config *cfg)
 {
     return cfg->prompt > 0 ? cfg->batch * (size_t)cfg->prompt : cfg->batch;

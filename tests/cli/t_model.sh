@@ -369,3 +369,28 @@ PY
   expect_exit 2 "$LONGMIX" model --stream-curve --threads 0
   expect_text err "--threads"
 }
+
+test_a_unit_of_the_same_shapes_is_measured_once_for_every_model() {
+  # tiny-twin: tiny-attn under another name; tiny-win: the same with a 64-token window
+  "$PYTHON" - "$TINY" "$WORK" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["name"] = "tiny-twin"; json.dump(m, open(sys.argv[2] + "/twin.json", "w"))
+m["name"] = "tiny-win"; m["attention"]["window"] = 64; json.dump(m, open(sys.argv[2] + "/win.json", "w"))
+PY
+  expect_exit 0 "$LONGMIX" model --model "$TINY" --model "$WORK/twin.json" --model "$WORK/win.json" \
+    --baseline tiny-attn --ctx 64,1024,4096 --threads 1 --reps 1 --out "$WORK/m.csv" \
+    --crossover-out "$WORK/x.csv"
+  "$PYTHON" - "$WORK/m.csv" <<'PY'
+import csv, sys
+rows = {(r["model"], r["n_ctx"]): r for r in csv.DictReader(open(sys.argv[1]))}
+cols = ["ms_per_token", "proj_ms", "mixing_ms", "mlp_ms", "head_ms", "stream_gbps"]
+same = lambda a, b: all(a[c] == b[c] for c in cols)
+for n in ("64", "1024", "4096"):  # the same shapes: the same measurement, to the digit
+    assert same(rows[("tiny-twin", n)], rows[("tiny-attn", n)]), n
+    # past its window the sliding window holds 64 tokens, as the full model at 64
+    assert same(rows[("tiny-win", n)], rows[("tiny-attn", "64")]), n
+# a full cache of 4096 tokens is another unit than one of 64
+assert rows[("tiny-attn", "4096")]["mixing_ms"] != rows[("tiny-attn", "64")]["mixing_ms"]
+PY
+}
