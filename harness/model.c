@@ -392,8 +392,9 @@ static void unit_memo_free(unit_memo *m)
     *m = (unit_memo){0};
 }
 
-/* One decode unit, and the read-only stream right after its passes: the unit's bytes are
- * held against the stream of its own minutes (the VM's bandwidth drifts within a run). */
+/* One unit; for a decode unit (stream not NULL) the read-only stream right after its
+ * passes: the unit's bytes are held against the stream of its own minutes (the VM's
+ * bandwidth drifts within a run). */
 static lm_status measure_one(lm_unit_config *c, unit_memo *memo, int reps, uint64_t llc,
                              const lm_stream *stream, lm_unit_timing *out, lm_error *err)
 {
@@ -414,7 +415,7 @@ static lm_status measure_one(lm_unit_config *c, unit_memo *memo, int reps, uint6
     }
     lm_status st = lm_model_measure_unit(c, reps, llc, out, err);
     if (st == LM_OK) {
-        out->stream_gbps = lm_stream_measure(stream, 3);
+        out->stream_gbps = stream != NULL ? lm_stream_measure(stream, 3) : 0.0;
         memcpy(memo->at[memo->count].sig, sig, sizeof sig);
         memo->at[memo->count++].t = *out;
     }
@@ -461,10 +462,11 @@ static lm_status measure_model(const lm_model_spec *s, const grid *g, long ctx, 
 }
 
 /* The prefill of n tokens for each of `batch` sequences: every unit kind once (one
- * instance; nothing is reused across prompts, every unit's work depends on n). */
+ * instance; shared only with other models' units of the same signature, every unit's work
+ * depends on n). */
 static lm_status measure_prefill(const lm_model_spec *s, const grid *g, long prompt, long batch,
-                                 const lm_ops *ops, int reps, uint64_t llc, lm_model_decode *out,
-                                 lm_error *err)
+                                 const lm_ops *ops, int reps, uint64_t llc, unit_memo *memo,
+                                 lm_model_decode *out, lm_error *err)
 {
     long long mixers[LM_MIXER_COUNT], mlps[LM_MLP_COUNT];
     lm_model_counts(s, mixers, mlps);
@@ -480,13 +482,13 @@ static lm_status measure_prefill(const lm_model_spec *s, const grid *g, long pro
             continue;
         c.role = mixer ? LM_UNIT_MIXER : LM_UNIT_MLP;
         c.kind = kind;
-        lm_status st = lm_model_measure_unit(&c, reps, llc, &t, err);
+        lm_status st = measure_one(&c, memo, reps, llc, NULL, &t, err);
         if (st != LM_OK)
             return st;
         lm_model_decode_add(out, &t, (double)n);
     }
     c.role = LM_UNIT_HEAD;
-    lm_status st = lm_model_measure_unit(&c, reps, llc, &t, err);
+    lm_status st = measure_one(&c, memo, reps, llc, NULL, &t, err);
     if (st != LM_OK)
         return st;
     lm_model_decode_add(out, &t, 1.0);
@@ -669,7 +671,7 @@ static int run_grid(const model_options *o, const lm_model_spec *specs, size_t c
                     lm_model_decode pre;
                     const double since = lm_now();
                     lm_status st = measure_prefill(&specs[m], g, g->prompt[p], g->batch[b], ops,
-                                                   o->reps, llc, &pre, &e);
+                                                   o->reps, llc, &memo, &pre, &e);
                     if (st != LM_OK) {
                         fprintf(stderr, "longmix model: %s prefill %ld batch %ld: %s\n",
                                 specs[m].name, g->prompt[p], g->batch[b], e.message);

@@ -315,7 +315,23 @@ typedef struct series {
     double ms[CROSS_POINTS];
     size_t count;
     size_t untrusted; /* of them not a finding (row_untrusted) */
+    size_t fall;      /* decode: the first point whose step is more than MODEL_STEP_FALL
+                       * below the one before it (0: none) */
 } series;
+
+/* More tokens held never make a decode step less work: a step more than this fraction
+ * faster at a longer context means the machine moved between the two measurements (a VM's
+ * bandwidth and clock drift by 2x between minutes), and a crossover drawn over that
+ * series is not a finding. */
+#define MODEL_STEP_FALL 0.05
+
+static void find_fall(series *s)
+{
+    s->fall = 0;
+    for (size_t i = 1; i < s->count && s->fall == 0; i++)
+        if (s->ms[i] < (1.0 - MODEL_STEP_FALL) * s->ms[i - 1])
+            s->fall = i;
+}
 
 /* A row that is not a finding: measured on a busy machine (disturbed), unsteady passes, or
  * over 100 % of a stream limit (decode) or of a peak (prefill GEMMs) that was itself
@@ -333,7 +349,7 @@ static bool row_untrusted(const lm_csv *c, size_t r)
 static void gather(const lm_csv *c, bool prefill, const char *model, const char *threads,
                    const char *batch, const char *cache, const char *weights, series *s)
 {
-    s->count = s->untrusted = 0;
+    s->count = s->untrusted = s->fall = 0;
     for (size_t r = 0; r < c->rows && s->count < CROSS_POINTS; r++) {
         if (is_prefill(c, r) != prefill || strcmp(cell(c, r, "model"), model) != 0 || strcmp(cell(c, r, "threads"), threads) != 0 ||
             strcmp(cell(c, r, "batch"), batch) != 0 || strcmp(cell(c, r, "cache"), cache) != 0 ||
@@ -351,6 +367,8 @@ static void gather(const lm_csv *c, bool prefill, const char *model, const char 
         s->ctx[at] = ctx;
         s->ms[at] = ms;
     }
+    if (!prefill)
+        find_fall(s);
 }
 
 static const char *const cross_columns[] = {
@@ -479,11 +497,19 @@ lm_status lm_model_crossover_write(const lm_model_table *t, const lm_model_spec 
                 cross(&sm, &sb, &x);
                 long long mem_c = lm_model_memory_crossover(&specs[m], base, weights, cache, atol(batch), false);
                 long long mem_t = lm_model_memory_crossover(&specs[m], base, weights, cache, atol(batch), true);
-                char v[10][32], trust[96] = "ok";
-                const size_t bad = sm.untrusted + sb.untrusted, behind = sm.count + sb.count;
-                if (bad > 0)
+                char v[10][32], trust[192] = "ok";
+                const size_t behind = sm.count + sb.count;
+                const series *fell = sb.fall ? &sb : sm.fall ? &sm : NULL;
+                const size_t bad = sm.untrusted + sb.untrusted + (fell != NULL);
+                if (sm.untrusted + sb.untrusted > 0)
                     snprintf(trust, sizeof trust, "not a finding: %zu of %zu rows busy, unsteady or "
-                             "over the %s", bad, behind, prefill ? "peak" : "stream");
+                             "over the %s", sm.untrusted + sb.untrusted, behind,
+                             prefill ? "peak" : "stream");
+                else if (fell != NULL)
+                    snprintf(trust, sizeof trust, "not a finding: %s's step falls from %.2f to "
+                             "%.2f ms between %ld and %ld tokens (the machine moved)",
+                             fell == &sb ? baseline : specs[m].name, fell->ms[fell->fall - 1],
+                             fell->ms[fell->fall], fell->ctx[fell->fall - 1], fell->ctx[fell->fall]);
                 snprintf(v[0], 32, "%.0f", x.nstar);
                 snprintf(v[1], 32, "%ld", x.lo_ctx);
                 fmt(v[2], x.lo_m);

@@ -40,7 +40,8 @@ void lm_unit_signature(const lm_unit_config *c, long long out[LM_UNIT_SIGNATURE_
     out[1] = c->role == LM_UNIT_HEAD ? 0 : c->kind;
     out[2] = (long long)c->batch;
     out[3] = s->d_model;
-    long long *k = out + 4; /* 8 entries: the section's shapes */
+    out[4] = c->prompt;
+    long long *k = out + 5; /* 8 entries: the section's shapes */
     if (c->role == LM_UNIT_HEAD) {
         k[0] = s->vocab;
         k[1] = s->tied_embeddings;
@@ -52,12 +53,18 @@ void lm_unit_signature(const lm_unit_config *c, long long out[LM_UNIT_SIGNATURE_
         k[3] = s->moe.d_ff;
         k[4] = s->moe.shared_d_ff;
     } else if (c->kind == LM_MIXER_ATTENTION) {
-        const long long a[] = {s->attention.heads, s->attention.kv_heads, s->attention.head_dim,
-                               s->attention.q_gate, (long long)held_tokens(c)};
+        /* decode: the tokens held; prefill: the window's mask (model_prefill.c masks with
+         * any window, so a window is part of the unit even past the prompt) */
+        const long long a[] = {s->attention.heads,
+                               s->attention.kv_heads,
+                               s->attention.head_dim,
+                               s->attention.q_gate,
+                               c->prompt > 0 ? 0 : (long long)held_tokens(c),
+                               c->prompt > 0 ? s->attention.window : 0};
         memcpy(k, a, sizeof a);
     } else if (c->kind == LM_MIXER_MLA) {
         const long long a[] = {s->mla.heads, s->mla.latent, s->mla.rope, s->mla.nope,
-                               s->mla.v_dim, c->ctx};
+                               s->mla.v_dim, c->prompt > 0 ? 0 : c->ctx};
         memcpy(k, a, sizeof a);
     } else if (c->kind == LM_MIXER_MAMBA1) {
         const long long a[] = {s->mamba1.d_inner, s->mamba1.d_state, s->mamba1.d_conv,

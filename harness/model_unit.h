@@ -45,13 +45,14 @@ typedef struct lm_unit_bytes {
 
 /* The bytes of a unit, computed from the shapes without allocating. */
 void lm_unit_bytes_of(const lm_unit_config *cfg, lm_unit_bytes *out);
-/* What a decode unit's work and memory depend on besides the weights dtype, the cache
- * format, the seed and the ISA path: role, kind, batch, d_model, the shapes of its
- * section(s) of the spec, and the tokens an attention or MLA layer holds (a sliding window
- * holds min(ctx, window)). Two configurations with equal signatures build the same unit,
- * whatever their models are called, so a run measures it once (Llama's and Mistral's MLP,
- * Mistral's attention past its window). Unused entries are 0. */
-#define LM_UNIT_SIGNATURE_LEN 12
+/* What a unit's work and memory depend on besides the weights dtype, the cache format,
+ * the seed and the ISA path: role, kind, batch, d_model, the prompt (0 for decode), the
+ * shapes of its section(s) of the spec, and for decode the tokens an attention or MLA layer
+ * holds (a sliding window holds min(ctx, window)), for prefill an attention layer's window.
+ * Two configurations with equal signatures build the same unit, whatever their models are
+ * called, so a run measures it once (Llama's and Mistral's MLP, Mistral's attention past
+ * its window). Unused entries are 0. */
+#define LM_UNIT_SIGNATURE_LEN 13
 void lm_unit_signature(const lm_unit_config *cfg, long long out[LM_UNIT_SIGNATURE_LEN]);
 /* The MoE experts a batch reaches under uniform routing: ceil(E (1 - (1 - k/E)^B)). */
 long long lm_moe_experts_reached(long long experts, long long active, size_t batch);

@@ -379,11 +379,14 @@ m["name"] = "tiny-twin"; json.dump(m, open(sys.argv[2] + "/twin.json", "w"))
 m["name"] = "tiny-win"; m["attention"]["window"] = 64; json.dump(m, open(sys.argv[2] + "/win.json", "w"))
 PY
   expect_exit 0 "$LONGMIX" model --model "$TINY" --model "$WORK/twin.json" --model "$WORK/win.json" \
-    --baseline tiny-attn --ctx 64,1024,4096 --threads 1 --reps 1 --out "$WORK/m.csv" \
+    --baseline tiny-attn --ctx 64,1024,4096 --prompt 32 --threads 1 --reps 1 --out "$WORK/m.csv" \
     --crossover-out "$WORK/x.csv"
   "$PYTHON" - "$WORK/m.csv" <<'PY'
 import csv, sys
-rows = {(r["model"], r["n_ctx"]): r for r in csv.DictReader(open(sys.argv[1]))}
+all_rows = list(csv.DictReader(open(sys.argv[1])))
+rows = {(r["model"], r["n_ctx"]): r for r in all_rows if r["phase"] == "decode"}
+pre = {r["model"]: r for r in all_rows if r["phase"] == "prefill"}
+assert pre["tiny-twin"]["ttft_ms"] == pre["tiny-attn"]["ttft_ms"], pre
 cols = ["ms_per_token", "proj_ms", "mixing_ms", "mlp_ms", "head_ms", "stream_gbps"]
 same = lambda a, b: all(a[c] == b[c] for c in cols)
 for n in ("64", "1024", "4096"):  # the same shapes: the same measurement, to the digit
@@ -392,5 +395,32 @@ for n in ("64", "1024", "4096"):  # the same shapes: the same measurement, to th
     assert same(rows[("tiny-win", n)], rows[("tiny-attn", "64")]), n
 # a full cache of 4096 tokens is another unit than one of 64
 assert rows[("tiny-attn", "4096")]["mixing_ms"] != rows[("tiny-attn", "64")]["mixing_ms"]
+PY
+}
+
+test_a_crossover_over_a_step_that_falls_with_the_context_is_not_a_finding() {
+  # the baseline's step at 1024 tokens made 10 % faster than at 64: more tokens held never
+  # make less work, so the machine moved between the two and the crossover is not a finding
+  expect_exit 0 tiny_run
+  "$PYTHON" - "$WORK/m.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+at = {r["n_ctx"]: r for r in rows if r["model"] == "tiny-attn"}
+for r in rows:
+    r["disturbed"], r["stream_frac"] = "0", "0.5"
+    r["min_s"] = r["p75_s"] = r["median_s"]
+at["1024"]["ms_per_token"] = "%.6f" % (0.9 * float(at["64"]["ms_per_token"]))
+with open(sys.argv[1], "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+PY
+  expect_exit 0 tiny_run --resume
+  expect_text out "| not a finding: tiny-attn's step falls from "
+  expect_text out " ms between 64 and 1024 tokens (the machine moved) |"
+  "$PYTHON" - "$WORK/x.csv" <<'PY'
+import csv, sys
+x = list(csv.DictReader(open(sys.argv[1])))
+assert len(x) == 1 and x[0]["trust"] == "not_a_finding", x
 PY
 }
