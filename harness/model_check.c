@@ -3,8 +3,8 @@
  * u = 2^-24, K the float32 additions along the unit's chain (chain_additions below). A
  * quantized cache's mixer decoded by the VNNI kernel adds the most its 16-bit value weights
  * may move x (lm_unit_ref_value_weight_bound) over max(1, max |ref|); projections that
- * round their input to bf16 (bf16 weights at batch >= 2 on avx512bf16) add 8 u_bf16,
- * u_bf16 = 2^-9 (lm_dense_x_roundoff); docs/models.md. */
+ * round their input to bf16 (bf16 weights on avx512bf16: oneDNN's matmul) add 8 u_bf16,
+ * u_bf16 = 2^-9 (lm_unit_x_roundoff); docs/models.md. */
 #include "model_check.h"
 
 #include <math.h>
@@ -223,8 +223,9 @@ static lm_status step_layer(const layer_case *c, const lm_ops *ops, lm_unit *mix
     lm_status st = x != NULL && xd != NULL ? LM_OK : lm_fail(err, LM_ERR_NOMEM, "out of memory");
     lm_rng rng;
     lm_rng_seed(&rng, 11 + p.batch);
-    /* projections that round their input to bf16 (lm_dense_x_roundoff) add 8 times it */
-    const double rounding = ROOM * lm_dense_x_roundoff(p.weights, ops, p.batch);
+    /* projections that round their input to bf16 (lm_unit_x_roundoff) add 8 times it */
+    const lm_unit_config at = {.weights = p.weights, .batch = p.batch, .ops = ops};
+    const double rounding = ROOM * lm_unit_x_roundoff(&at);
     double tol_mixer = tolerance(c, LM_UNIT_MIXER, p.ctx) + rounding;
     double tol_mlp = tolerance(c, LM_UNIT_MLP, p.ctx) + rounding;
     for (p.token = 0; st == LM_OK && p.token < LM_LAYER_CHECK_STEPS; p.token++) {

@@ -7,6 +7,22 @@
 #include <omp.h>
 #include <string.h>
 
+/* y {nb, rows} = x {nb, cols} W^T for one of the unit's projections d (u->dense[i] or
+ * u->experts[e]): through its packed GEMM when the unit has one (lm_unit_decode_gemm; built
+ * for the rows it is called with: batch, or per_expert for an expert), else longmix's GEMV. */
+static lm_status project(lm_unit *u, const lm_dense *d, const float *x, size_t nb, float *y,
+                         lm_error *err)
+{
+    lm_gemm *g = NULL;
+    for (size_t i = 0; i < u->dense_count && g == NULL; i++)
+        if (d == &u->dense[i])
+            g = u->gemm[i];
+    for (size_t e = 0; u->expert_gemm != NULL && e < 3 * u->expert_count && g == NULL; e++)
+        if (d == &u->experts[e])
+            g = u->expert_gemm[e];
+    return g != NULL ? lm_gemm_run(g, x, y, err) : lm_dense_apply(d, x, nb, y, u->cfg.ops, err);
+}
+
 /* Starts a mixer step: h = rmsnorm(x) {B, d} into buf[0] (eps as the layer's), then
  * buf[1 + i] = dense[i](h) for each i < in_count, the layer's input projections. */
 static lm_status mixer_in(lm_unit *u, const float *x, float eps, size_t in_count, lm_error *err)
@@ -14,7 +30,7 @@ static lm_status mixer_in(lm_unit *u, const float *x, float eps, size_t in_count
     size_t B = u->batch;
     lm_rmsnorm_f32(x, NULL, B, (size_t)u->cfg.spec->d_model, eps, u->buf[0]);
     for (size_t i = 0; i < in_count; i++)
-        TRY(lm_dense_apply(&u->dense[i], u->buf[0], B, u->buf[1 + i], u->cfg.ops, err));
+        TRY(project(u, &u->dense[i], u->buf[0], B, u->buf[1 + i], err));
     return LM_OK;
 }
 
@@ -25,7 +41,7 @@ static lm_status mixer_out(lm_unit *u, const lm_dense *out, const float *o, floa
 {
     size_t B = u->batch;
     sec[LM_COMP_MIXING] += unit_lap(t);
-    TRY(lm_dense_apply(out, o, B, tmp, u->cfg.ops, err));
+    TRY(project(u, out, o, B, tmp, err));
     unit_add_into(x, tmp, B * (size_t)u->cfg.spec->d_model);
     sec[LM_COMP_PROJ] += unit_lap(t);
     return LM_OK;
@@ -49,7 +65,7 @@ static lm_status step_attention(lm_unit *u, float *x, double *sec, lm_error *err
     double t = omp_get_wtime();
     TRY(mixer_in(u, x, 1e-5f, 3, err));
     if (s->attention.q_gate)
-        TRY(lm_dense_apply(&u->dense[4], f[0], B, f[6], ops, err));
+        TRY(project(u, &u->dense[4], f[0], B, f[6], err));
     sec[LM_COMP_PROJ] += unit_lap(&t);
     if (!u->cfg.cache.quantized) {
         lm_attn_decode_args a = {.q = f[1], .k = u->k, .v = u->v, .lengths = u->lengths,
@@ -99,11 +115,11 @@ static lm_status step_mamba1(lm_unit *u, float *x, double *sec, lm_error *err)
     unit_take_cols(f[1], 2 * Di, Di, Di, B, f[2]); /* z */
     TRY(conv_step(u, f[9], Di, (size_t)s->mamba1.d_conv, f[3], err));
     sec[LM_COMP_MIXING] += unit_lap(&t);
-    TRY(lm_dense_apply(&u->dense[1], f[3], B, f[4], ops, err));
+    TRY(project(u, &u->dense[1], f[3], B, f[4], err));
     unit_take_cols(f[4], R + 2 * N, 0, R, B, f[5]);
     unit_take_cols(f[4], R + 2 * N, R, N, B, f[7]);
     unit_take_cols(f[4], R + 2 * N, R + N, N, B, f[8]);
-    TRY(lm_dense_apply(&u->dense[2], f[5], B, f[6], ops, err));
+    TRY(project(u, &u->dense[2], f[5], B, f[6], err));
     sec[LM_COMP_PROJ] += unit_lap(&t);
     TRY(lm_ssm_mamba1_decode_checked_f32(&u->m1, ops, err)); /* y = scan(xc) * silu(z) */
     return mixer_out(u, &u->dense[3], f[9], f[0], x, &t, sec, err);
@@ -177,14 +193,14 @@ static lm_status step_delta(lm_unit *u, float *x, double *sec, lm_error *err)
 }
 
 /* SwiGLU of the first nb rows of h through gate, up, down; adds w * result into acc. */
-static lm_status swiglu(const lm_dense *g, const lm_dense *up, const lm_dense *down,
-                        float **f, size_t nb, float w, const lm_ops *ops, lm_error *err)
+static lm_status swiglu(lm_unit *u, const lm_dense *g, const lm_dense *up, const lm_dense *down,
+                        float **f, size_t nb, float w, lm_error *err)
 {
     size_t ff = g->rows, d = down->rows;
-    TRY(lm_dense_apply(g, f[0], nb, f[1], ops, err));
-    TRY(lm_dense_apply(up, f[0], nb, f[2], ops, err));
+    TRY(project(u, g, f[0], nb, f[1], err));
+    TRY(project(u, up, f[0], nb, f[2], err));
     lm_swiglu_f32(f[1], f[2], nb * ff);
-    TRY(lm_dense_apply(down, f[1], nb, f[3], ops, err));
+    TRY(project(u, down, f[1], nb, f[3], err));
     for (size_t i = 0; i < nb * d; i++)
         f[4][i] += w * f[3][i];
     return LM_OK;
@@ -193,22 +209,21 @@ static lm_status swiglu(const lm_dense *g, const lm_dense *up, const lm_dense *d
 static lm_status step_mlp(lm_unit *u, float *x, double *sec, lm_error *err)
 {
     const lm_model_spec *s = u->cfg.spec;
-    const lm_ops *ops = u->cfg.ops;
     size_t B = u->batch, d = (size_t)s->d_model;
     float **f = u->buf; /* h gate up down acc router */
     double t = omp_get_wtime();
     lm_rmsnorm_f32(x, NULL, B, d, 1e-5f, f[0]);
     memset(f[4], 0, B * d * sizeof(float));
     if (u->cfg.kind == LM_MLP_DENSE) {
-        TRY(swiglu(&u->dense[0], &u->dense[1], &u->dense[2], f, B, 1.0f, ops, err));
+        TRY(swiglu(u, &u->dense[0], &u->dense[1], &u->dense[2], f, B, 1.0f, err));
     } else {
-        TRY(lm_dense_apply(&u->dense[0], f[0], B, f[5], ops, err)); /* router logits */
+        TRY(project(u, &u->dense[0], f[0], B, f[5], err)); /* router logits */
         if (s->moe.shared_d_ff > 0)
-            TRY(swiglu(&u->dense[1], &u->dense[2], &u->dense[3], f, B, 1.0f, ops, err));
+            TRY(swiglu(u, &u->dense[1], &u->dense[2], &u->dense[3], f, B, 1.0f, err));
         float w = 1.0f / (float)s->moe.active; /* each expert's rows: the batch's first */
         for (size_t e = 0; e < u->expert_count; e++)
-            TRY(swiglu(&u->experts[3 * e], &u->experts[3 * e + 1], &u->experts[3 * e + 2], f,
-                       u->per_expert, w, ops, err));
+            TRY(swiglu(u, &u->experts[3 * e], &u->experts[3 * e + 1], &u->experts[3 * e + 2], f,
+                       u->per_expert, w, err));
     }
     unit_add_into(x, f[4], B * d);
     sec[LM_COMP_MLP] += unit_lap(&t);
@@ -222,7 +237,7 @@ static lm_status step_head(lm_unit *u, float *x, double *sec, lm_error *err)
     float **f = u->buf; /* h logits embedded */
     double t = omp_get_wtime();
     lm_rmsnorm_f32(x, NULL, B, d, 1e-5f, f[0]);
-    TRY(lm_dense_apply(&u->dense[0], f[0], B, f[1], u->cfg.ops, err));
+    TRY(project(u, &u->dense[0], f[0], B, f[1], err));
     const lm_dense *table = &u->dense[s->tied_embeddings ? 0 : 1];
     for (size_t b = 0; b < B; b++) { /* the next token's embedding row */
         size_t token = (size_t)(b * 7919u + 17u) % table->rows;

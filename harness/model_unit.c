@@ -81,6 +81,18 @@ void lm_unit_signature(const lm_unit_config *c, long long out[LM_UNIT_SIGNATURE_
     }
 }
 
+bool lm_unit_decode_gemm(const lm_unit_config *cfg)
+{
+    return cfg->prompt == 0 && cfg->weights == LM_WEIGHT_BF16 && cfg->ops != NULL &&
+           cfg->ops->isa == LM_ISA_AVX512BF16 && lm_gemm_available();
+}
+
+double lm_unit_x_roundoff(const lm_unit_config *cfg)
+{
+    return lm_unit_decode_gemm(cfg) ? 0x1p-9
+                                    : lm_dense_x_roundoff(cfg->weights, cfg->ops, cfg->batch);
+}
+
 size_t lm_unit_rows(const lm_unit_config *cfg)
 {
     return cfg->prompt > 0 ? cfg->batch * (size_t)cfg->prompt : cfg->batch;
@@ -91,14 +103,16 @@ void lm_unit_bytes_of(const lm_unit_config *c, lm_unit_bytes *out)
     const lm_model_spec *s = c->spec;
     double wb = (double)lm_weight_dtype_size(c->weights), B = (double)c->batch;
     /* Activations are per row: a decode unit has batch rows, a prefill unit batch x prompt;
-     * a prefill unit holds its weights twice while it packs them (plain, then the GEMM's). */
-    const double rows = (double)lm_unit_rows(c), twice = c->prompt > 0 ? 2.0 : 1.0;
+     * a prefill unit holds its weights twice while it packs them (plain, then the GEMM's),
+     * a decode unit on lm_gemm keeps both (the plain ones for its float64 reference). */
+    const double rows = (double)lm_unit_rows(c);
+    const double twice = c->prompt > 0 || lm_unit_decode_gemm(c) ? 2.0 : 1.0;
     memset(out, 0, sizeof *out);
     double d = (double)s->d_model;
     if (c->role == LM_UNIT_HEAD) {
         out->weights_read = (double)s->vocab * d * wb + rows * d * wb;
         out->alloc = (double)s->vocab * d * wb * (s->tied_embeddings ? 1.0 : 2.0) + B * (double)s->vocab * 4.0 +
-                     rows * d * 4.0;
+                     rows * d * 4.0 + (twice - 1.0) * (double)s->vocab * d * wb;
         return;
     }
     if (c->role == LM_UNIT_MLP) {
@@ -414,29 +428,33 @@ static lm_status build_head(lm_unit *u, lm_error *err)
     return st;
 }
 
-/* A prefill unit's projections as GEMMs over its rows (MoE experts over per_expert rows),
- * each weight matrix packed once; the plain weights are then dropped. The LM head and the
- * embedding table stay lm_dense: the head reads one row per sequence. */
-static lm_status pack_one(lm_gemm **g, lm_dense *d, size_t m, lm_error *err)
+/* A unit's projections as GEMMs over its rows (MoE experts over per_expert rows), each
+ * weight matrix packed once. A prefill unit then drops the plain weights, and its LM head
+ * and embedding table stay lm_dense (the head reads one row per sequence); a decode unit
+ * (lm_unit_decode_gemm) keeps them for its float64 reference and packs its LM head too,
+ * not the embedding table (read a row at a time). */
+static lm_status pack_one(lm_gemm **g, lm_dense *d, size_t m, bool keep, lm_error *err)
 {
     lm_status st = lm_gemm_create(g, m, d->rows, d->cols, d->dtype, d->w, d->scale, 0, err);
-    lm_dense_free(d); /* codes and int8 row scales: the GEMM holds its own copies */
+    if (!keep)
+        lm_dense_free(d); /* codes and int8 row scales: the GEMM holds its own copies */
     return st;
 }
 
 static lm_status pack_gemms(lm_unit *u, lm_error *err)
 {
+    const bool decode = u->cfg.prompt == 0;
     if (u->cfg.role == LM_UNIT_HEAD)
-        return LM_OK;
+        return decode ? pack_one(&u->gemm[0], &u->dense[0], u->rows, true, err) : LM_OK;
     lm_status st = LM_OK;
     for (size_t i = 0; i < u->dense_count && st == LM_OK; i++)
-        st = pack_one(&u->gemm[i], &u->dense[i], u->rows, err);
+        st = pack_one(&u->gemm[i], &u->dense[i], u->rows, decode, err);
     if (st == LM_OK && u->experts != NULL) {
         u->expert_gemm = calloc(u->expert_count * 3, sizeof *u->expert_gemm);
         if (u->expert_gemm == NULL)
             return lm_fail(err, LM_ERR_NOMEM, "out of memory for experts");
         for (size_t e = 0; e < u->expert_count * 3 && st == LM_OK; e++)
-            st = pack_one(&u->expert_gemm[e], &u->experts[e], u->per_expert, err);
+            st = pack_one(&u->expert_gemm[e], &u->experts[e], u->per_expert, decode, err);
     }
     return st;
 }
@@ -475,6 +493,8 @@ lm_status lm_unit_create(const lm_unit_config *cfg, lm_unit **out, lm_error *err
         }
     if (st == LM_OK && cfg->prompt > 0) {
         u->held = (size_t)cfg->prompt; /* each sequence's tokens */
+        st = pack_gemms(u, err);
+    } else if (st == LM_OK && lm_unit_decode_gemm(cfg)) {
         st = pack_gemms(u, err);
     }
     if (st != LM_OK) {

@@ -54,6 +54,17 @@ void lm_unit_bytes_of(const lm_unit_config *cfg, lm_unit_bytes *out);
  * its window). Unused entries are 0. */
 #define LM_UNIT_SIGNATURE_LEN 13
 void lm_unit_signature(const lm_unit_config *cfg, long long out[LM_UNIT_SIGNATURE_LEN]);
+/* True when a decode unit's projections run through oneDNN's matmul (lm_gemm, packed once
+ * per unit) instead of longmix's own GEMV (lm_dense_apply): bf16 weights on the avx512bf16
+ * path of a build with oneDNN, where the library read 70-100 % of the stream at the
+ * decode shapes against the own kernel's 40-73 % (docs/dependencies.md, "The decode
+ * projections"). Prefill units always use lm_gemm. */
+bool lm_unit_decode_gemm(const lm_unit_config *cfg);
+/* The relative rounding a decode unit's projections give their input before multiplying:
+ * 2^-9 where x is rounded to bf16 (lm_unit_decode_gemm, or lm_dense_x_roundoff of its
+ * kernel), else 0. Each output moves by at most this times sum |W x| beyond the float32
+ * sums' own error. */
+double lm_unit_x_roundoff(const lm_unit_config *cfg);
 /* The MoE experts a batch reaches under uniform routing: ceil(E (1 - (1 - k/E)^B)). */
 long long lm_moe_experts_reached(long long experts, long long active, size_t batch);
 

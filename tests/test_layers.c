@@ -127,7 +127,7 @@ Test(layers, mlp_layer_matches_its_float64_reference)
         double scale = 1.0;
         for (size_t i = 0; i < B * d; i++)
             scale = fmax(scale, fabs(yd[i]));
-        const double rounding = 8.0 * lm_dense_x_roundoff(cfg.weights, cfg.ops, B) * scale;
+        const double rounding = 8.0 * lm_unit_x_roundoff(&cfg) * scale;
         for (size_t i = 0; i < B * d; i++) {
             double e = fabs((double)x[i] - yd[i]);
             cr_assert(e <= MLP_ATOL + MLP_RTOL * fabs(yd[i]) + rounding,

@@ -51,8 +51,9 @@ static void check_case_of(const char *name, lm_mixer_kind mixer, lm_mlp_kind mlp
         cr_assert_eq(r.mixer_kind, mixer, "%s", name);
         cr_assert_eq(r.mlp_kind, mlp, "%s", name);
         /* bf16 weights at batch 3 on a path that rounds the projections' input to bf16 */
-        const double rounding =
-            8.0 * lm_dense_x_roundoff(LM_WEIGHT_BF16, lm_ops_for((lm_isa)isa), 3);
+        const lm_unit_config bf16 = {.weights = LM_WEIGHT_BF16, .batch = 3,
+                                     .ops = lm_ops_for((lm_isa)isa)};
+        const double rounding = 8.0 * lm_unit_x_roundoff(&bf16);
         assert_unit(&r, "mixer", &r.mixer,
                     (quantized && vnni_kernel((lm_isa)isa) ? 2e-4 : 1.1e-5) + rounding);
         assert_unit(&r, lm_mlp_name(mlp), &r.mlp, 1.1e-5 + rounding);
