@@ -13,6 +13,27 @@ exec(sys.argv[3])
 json.dump(m, open(sys.argv[2], "w"))
 PY
 }
+# edit_rows FILE PYTHON-EDIT: rewrites the CSV FILE after PYTHON-EDIT (on the list of dict
+# rows `rows`), same columns
+edit_rows() {
+  "$PYTHON" - "$1" "$2" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+exec(sys.argv[2])
+with open(sys.argv[1], "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+PY
+}
+# the_one_crossover_is_not_a_finding: $WORK/x.csv holds one crossover, marked not_a_finding
+the_one_crossover_is_not_a_finding() {
+  "$PYTHON" - "$WORK/x.csv" <<'PY'
+import csv, sys
+x = list(csv.DictReader(open(sys.argv[1])))
+assert len(x) == 1 and x[0]["trust"] == "not_a_finding", x
+PY
+}
 rows_of() { "$PYTHON" -c 'import csv,sys; print(len(list(csv.DictReader(open(sys.argv[1])))))' "$1"; }
 tiny_run() { # a measured run of the two fixtures into $WORK
   "$LONGMIX" model --model "$TINY" --model "$HYBRID" --baseline tiny-attn --ctx 64,1024 \
@@ -162,25 +183,14 @@ test_a_crossover_over_disturbed_rows_is_not_a_finding() {
   # the tiny run's rows, one of the hybrid's marked disturbed; a --resume run keeps every row
   # and recomputes the crossover from them: it says the rows behind it are not findings
   expect_exit 0 tiny_run
-  "$PYTHON" - "$WORK/m.csv" <<'PY'
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
+  edit_rows "$WORK/m.csv" '
 for r in rows:
     r["disturbed"] = "1" if r["model"] == "tiny-hybrid" and r["n_ctx"] == "64" else "0"
-    r["stream_frac"] = "0.5"
-with open(sys.argv[1], "w", newline="") as f:
-    w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
-    w.writeheader()
-    w.writerows(rows)
-PY
+    r["stream_frac"] = "0.5"'
   expect_exit 0 tiny_run --resume
   expect_text err "[1/4] tiny-attn ctx 64 batch 1 threads 1: kept (--resume)"
   expect_text out "| not a finding: 1 of 4 rows busy, unsteady or over the stream |"
-  "$PYTHON" - "$WORK/x.csv" <<'PY'
-import csv, sys
-x = list(csv.DictReader(open(sys.argv[1])))
-assert len(x) == 1 and x[0]["trust"] == "not_a_finding", x
-PY
+  the_one_crossover_is_not_a_finding
 }
 
 test_shards_of_a_model_run_merge_into_the_unsharded_run() {
@@ -402,25 +412,14 @@ test_a_crossover_over_a_step_that_falls_with_the_context_is_not_a_finding() {
   # the baseline's step at 1024 tokens made 10 % faster than at 64: more tokens held never
   # make less work, so the machine moved between the two and the crossover is not a finding
   expect_exit 0 tiny_run
-  "$PYTHON" - "$WORK/m.csv" <<'PY'
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
+  edit_rows "$WORK/m.csv" '
 at = {r["n_ctx"]: r for r in rows if r["model"] == "tiny-attn"}
 for r in rows:
     r["disturbed"], r["stream_frac"] = "0", "0.5"
     r["min_s"] = r["p75_s"] = r["median_s"]
-at["1024"]["ms_per_token"] = "%.6f" % (0.9 * float(at["64"]["ms_per_token"]))
-with open(sys.argv[1], "w", newline="") as f:
-    w = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
-    w.writeheader()
-    w.writerows(rows)
-PY
+at["1024"]["ms_per_token"] = "%.6f" % (0.9 * float(at["64"]["ms_per_token"]))'
   expect_exit 0 tiny_run --resume
   expect_text out "| not a finding: tiny-attn's step falls from "
   expect_text out " ms between 64 and 1024 tokens (the machine moved) |"
-  "$PYTHON" - "$WORK/x.csv" <<'PY'
-import csv, sys
-x = list(csv.DictReader(open(sys.argv[1])))
-assert len(x) == 1 and x[0]["trust"] == "not_a_finding", x
-PY
+  the_one_crossover_is_not_a_finding
 }
