@@ -656,7 +656,7 @@ static bool find_summary(const machine *m, const named_csv *file, const char *ke
 
 /* "883", "<= 64", "> 16384" or "no data", from the verdict and n* (crossover: found,
  * below_grid, above_grid; model: crossed, faster_below, faster_at_every_ctx at the first common ctx,
- * slower_at_every_ctx at the last), with " (not a finding)" when the rows behind a model
+ * slower_at_every_ctx at the last, tie: within 5 % up to the last), with " (not a finding)" when the rows behind a model
  * crossover were busy, unsteady or over the stream. */
 static void format_n_star(const named_csv *file, size_t r, char *out, size_t size)
 {
@@ -675,6 +675,8 @@ static void format_n_star(const named_csv *file, size_t r, char *out, size_t siz
         snprintf(out, size, "> %.0f", n);
     else if (strcmp(verdict, "slower_at_every_ctx") == 0)
         snprintf(out, size, "> %.0f", number(csv, r, "lower_ctx"));
+    else if (strcmp(verdict, "tie") == 0)
+        snprintf(out, size, "tie to %.0f", number(csv, r, "lower_ctx"));
     else
         snprintf(out, size, "no data");
     if (strcmp(cell(csv, r, "trust"), "not_a_finding") == 0) {

@@ -325,6 +325,16 @@ typedef struct series {
  * series is not a finding. */
 #define MODEL_STEP_FALL 0.05
 
+/* Two steps (or times to the first token) within this fraction of each other are a tie:
+ * the same model's unit measured in two minutes of this VM differs by more, so a side
+ * drawn from a smaller gap would be the minute's, not the model's. */
+#define MODEL_TIE 0.05
+
+static bool tied(double m, double b)
+{
+    return fabs(log(m / b)) < log1p(MODEL_TIE);
+}
+
 static void find_fall(series *s)
 {
     s->fall = 0;
@@ -403,6 +413,16 @@ static void cross(const series *m, const series *b, crossing *x)
     x->verdict = "no_common_ctx";
     if (n == 0)
         return;
+    size_t ties = 0;
+    while (ties < n && tied(mm[ties], bb[ties]))
+        ties++;
+    if (ties == n) { /* within MODEL_TIE at every common context: the longest one given */
+        x->verdict = "tie";
+        x->lo_ctx = ctx[n - 1];
+        x->lo_m = mm[n - 1];
+        x->lo_b = bb[n - 1];
+        return;
+    }
     /* the first context where the model's side (faster or not) differs from the first's */
     const bool faster0 = mm[0] < bb[0];
     size_t i = 1;
@@ -534,7 +554,7 @@ lm_status lm_model_crossover_write(const lm_model_table *t, const lm_model_spec 
                     snprintf(bracket + strlen(bracket), sizeof bracket - strlen(bracket), "%s%ld: %.2f / %.2f",
                              x.lo_ctx ? " .. " : "", x.hi_ctx, x.hi_m, x.hi_b);
                 fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", specs[m].name, threads,
-                        batch, isnan(x.nstar) ? x.verdict : v[0], bracket, mem_c >= 0 ? v[7] : "none",
+                        batch, !isnan(x.nstar) ? v[0] : strcmp(x.verdict, "tie") == 0 ? "tie (within 5 %)" : x.verdict, bracket, mem_c >= 0 ? v[7] : "none",
                         mem_t >= 0 ? v[8] : "none", trust);
             }
         }

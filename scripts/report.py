@@ -416,7 +416,8 @@ def model_section(res):
                  "slower than one layer of the model's recurrent mixer (longmix crossover, same "
                  "threads; '-' without that run or for other mixers). The two differ because a "
                  "whole model's step also reads its weights (projections, MLP, LM head), which "
-                 "the kernel comparison leaves out. "
+                 "the kernel comparison leaves out. Verdict tie: within 5 % of the baseline at "
+                 "every measured context, the longest given as the bracket's low end. "
                  "Trust: ok, or not a finding when any row of the two models at that threads and "
                  "batch is not (the models table's measured column).")
         out += [Table("model_crossover", "Model-level crossover", ccols, crows, cnote, wide=True,
@@ -471,7 +472,7 @@ def prefill_section(res):
         cnote = ("Prefill n*: the prompt length where the model's time to the first token "
                  "becomes shorter than the baseline's, log-log between the bracketing measured "
                  "prompts; faster / slower at every prompt when the measured prompts do not "
-                 "bracket it.")
+                 "bracket it; tie when within 5 % of the baseline at every measured prompt.")
         out += [Table("prefill_crossover", "Model-level prefill crossover", ccols, crows, cnote,
                       wide=True, page_rows=22), ""]
     fig = res.draw(plot.model_prefill_vs_prompt, res.prefills,

@@ -39,6 +39,7 @@ cm_host() {
     echo "$p,1,1,falcon-mamba-7b,llama3-8b,bf16,bf16,decode,crossed,${10},16384,2.1,2.0,32768,2.2,2.4,900,70000,ok"
     echo "$p,1,8,falcon-mamba-7b,llama3-8b,bf16,bf16,decode,faster_at_every_ctx,,,,,1024,3.0,3.5,100,9000,ok"
     echo "$p,2,1,falcon-mamba-7b,llama3-8b,bf16,bf16,decode,slower_at_every_ctx,,65536,1.9,1.2,,,,900,70000,not_a_finding"
+    echo "$p,2,8,falcon-mamba-7b,llama3-8b,bf16,bf16,decode,tie,,131072,2.0,2.05,,,,100,9000,ok"
   } > "$d/model_crossover.csv"
 }
 MODEL_CROSSOVER_HEADER=run_id,timestamp,git_rev,host,cpu_model,isa,threads,batch,model,baseline,cache,weights,phase,verdict,nstar_ctx,lower_ctx,lower_model_ms,lower_baseline_ms,upper_ctx,upper_model_ms,upper_baseline_ms,memory_nstar_cache,memory_nstar_total,trust
@@ -69,6 +70,7 @@ test_compare_machines_tables_side_by_side() {
   expect_text out "| 1 | 1 | falcon-mamba-7b | llama3-8b | bf16 | bf16 | decode | 23000 | 41000 |"
   expect_text out "| 1 | 8 | falcon-mamba-7b | llama3-8b | bf16 | bf16 | decode | <= 1024 | <= 1024 |"
   expect_text out "| 2 | 1 | falcon-mamba-7b | llama3-8b | bf16 | bf16 | decode | > 65536 (not a finding) | > 65536 (not a finding) |"
+  expect_text out "| 2 | 8 | falcon-mamba-7b | llama3-8b | bf16 | bf16 | decode | tie to 131072 | tie to 131072 |"
   # the same tables as CSV
   grep -qx 'limit,threads,alpha,beta' "$WORK/compare_roofline.csv"
   grep -qx '"peak f32 FMA, GFLOP/s",1,200.0,50.0' "$WORK/compare_roofline.csv"

@@ -158,7 +158,7 @@ hy = [r for r in rows if r["model"] == "tiny-hybrid"]
 assert float(hy[0]["state_bytes_seq"]) == 4 * 2 * (512 * 19 + 512 * 32 + 576 * 3 + 4096 + 256 * 3), hy[0]
 x = list(csv.DictReader(open(sys.argv[2])))
 assert len(x) == 1 and x[0]["model"] == "tiny-hybrid" and x[0]["baseline"] == "tiny-attn", x
-assert x[0]["verdict"] in ("crossed", "faster_below", "faster_at_every_ctx", "slower_at_every_ctx"), x
+assert x[0]["verdict"] in ("crossed", "faster_below", "faster_at_every_ctx", "slower_at_every_ctx", "tie"), x
 PY
   # make report's model section: the table, the crossover and the figure from these files
   mkdir -p "$WORK/r" && cp "$WORK/m.csv" "$WORK/r/models.csv" && cp "$WORK/x.csv" "$WORK/r/model_crossover.csv"
@@ -262,7 +262,7 @@ for r in rows:
     assert float(r["flops"]) > 0 and r["copies_max"] == "1", r
 x = list(csv.DictReader(open(sys.argv[2])))
 assert len(x) == 2 and all(c["phase"] == "prefill" and c["model"] == "tiny-hybrid" for c in x), x
-assert all(c["verdict"] in ("crossed", "faster_below", "faster_at_every_ctx", "slower_at_every_ctx") for c in x), x
+assert all(c["verdict"] in ("crossed", "faster_below", "faster_at_every_ctx", "slower_at_every_ctx", "tie") for c in x), x
 PY
   # with --ctx as well: decode rows beside them, and --resume keeps both phases
   expect_exit 0 "$LONGMIX" model --model "$TINY" --prompt 64 --ctx 64 --threads 1 --reps 1 \
@@ -422,4 +422,34 @@ at["1024"]["ms_per_token"] = "%.6f" % (0.9 * float(at["64"]["ms_per_token"]))'
   expect_text out "| not a finding: tiny-attn's step falls from "
   expect_text out " ms between 64 and 1024 tokens (the machine moved) |"
   the_one_crossover_is_not_a_finding
+}
+
+test_models_within_five_percent_at_every_ctx_are_a_tie() {
+  # the hybrid's step made 3 % slower than the baseline's at both contexts (steady rows):
+  # the sides are the minute's, not the models', so the verdict is a tie, with no n*
+  expect_exit 0 tiny_run
+  edit_rows "$WORK/m.csv" '
+base = {r["n_ctx"]: float(r["ms_per_token"]) for r in rows if r["model"] == "tiny-attn"}
+base["1024"] = max(base["1024"], base["64"])
+for r in rows:
+    r["disturbed"], r["stream_frac"] = "0", "0.5"
+    r["min_s"] = r["p75_s"] = r["median_s"]
+    f = 1.03 if r["model"] == "tiny-hybrid" else 1.0
+    r["ms_per_token"] = "%.6f" % (f * base[r["n_ctx"]])'
+  expect_exit 0 tiny_run --resume
+  expect_text out "| tiny-hybrid | 1 | 1 | tie (within 5 %) | 1024: "
+  "$PYTHON" - "$WORK/x.csv" <<'PY'
+import csv, sys
+x = list(csv.DictReader(open(sys.argv[1])))
+assert len(x) == 1 and x[0]["verdict"] == "tie" and x[0]["nstar_ctx"] == "", x
+assert x[0]["lower_ctx"] == "1024" and x[0]["upper_ctx"] == "" and x[0]["trust"] == "ok", x
+assert abs(float(x[0]["lower_model_ms"]) / float(x[0]["lower_baseline_ms"]) - 1.03) < 1e-3, x
+PY
+  # 8 % apart is a side: slower at every context
+  edit_rows "$WORK/m.csv" '
+for r in rows:
+    if r["model"] == "tiny-hybrid":
+        r["ms_per_token"] = "%.6f" % (float(r["ms_per_token"]) / 1.03 * 1.08)'
+  expect_exit 0 tiny_run --resume
+  "$PYTHON" -c 'import csv,sys; x = list(csv.DictReader(open(sys.argv[1]))); assert x[0]["verdict"] == "slower_at_every_ctx", x' "$WORK/x.csv"
 }
