@@ -55,7 +55,9 @@ struct lm_gemm {
     dnnl_memory_t a_bf16;     /* {m, k} bf16, owned (bf16 weights only) */
     dnnl_memory_t a_s8;       /* {m, k} s8 codes of A, owned (int8 weights only) */
     float *a_scale;           /* {m} A's row scales, owned (int8 weights only) */
-    dnnl_memory_t w;          /* the weights in the primitive's layout, owned */
+    dnnl_memory_t w;          /* the weights in the primitive's layout, over w_data */
+    void *w_data;             /* owned, from lm_alloc: huge pages, so packing a unit's
+                               * gigabytes faults 2 MiB at a time, not 4 KiB */
     dnnl_memory_t c_user;     /* {m, n} f32, the caller's pointer set per run */
     dnnl_memory_t scratch;    /* oneDNN's scratchpad, owned (NULL when it needs none) */
     size_t weight_bytes, work_bytes;
@@ -97,6 +99,7 @@ void lm_gemm_free(lm_gemm *g)
         dnnl_stream_destroy(g->stream);
     if (g->engine)
         dnnl_engine_destroy(g->engine);
+    lm_free(g->w_data);
     free(g->a_scale);
     free(g);
 }
@@ -114,15 +117,20 @@ static lm_status copy_weights(lm_gemm *g, const dnnl_memory_desc_t *want, dnnl_d
     DNNL_TRY(dnnl_memory_desc_init_by_tag(&plain, 2, dims, wt, dnnl_ba), "weights descriptor");
     /* oneDNN's API takes a non-const handle; the reorder only reads it. */
     DNNL_TRY(dnnl_memory_create(&src, &plain, g->engine, (void *)(uintptr_t)w), "weights memory");
-    DNNL_TRY(dnnl_memory_create(&g->w, want, g->engine, DNNL_MEMORY_ALLOCATE),
-             "packed weights memory");
+    g->weight_bytes = dnnl_memory_desc_get_size(want);
+    g->w_data = lm_alloc(g->weight_bytes);
+    if (g->w_data == NULL) {
+        st = lm_fail(err, LM_ERR_NOMEM, "out of memory for %zu bytes of packed weights",
+                     g->weight_bytes);
+        goto fail;
+    }
+    DNNL_TRY(dnnl_memory_create(&g->w, want, g->engine, g->w_data), "packed weights memory");
     DNNL_TRY(dnnl_reorder_primitive_desc_create(&rpd, &plain, g->engine, want, g->engine, NULL),
              "weights reorder");
     DNNL_TRY(dnnl_primitive_create(&reorder, rpd), "weights reorder primitive");
     dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, g->w}};
     DNNL_TRY(dnnl_primitive_execute(reorder, g->stream, 2, args), "weights reorder");
     DNNL_TRY(dnnl_stream_wait(g->stream), "weights reorder");
-    g->weight_bytes = dnnl_memory_desc_get_size(want);
 fail:
     if (reorder)
         dnnl_primitive_destroy(reorder);
